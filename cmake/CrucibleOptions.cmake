@@ -1,0 +1,40 @@
+# Build options. CUDA is on by default whenever nvcc can be found, so the CUDA
+# paths compile in CI even though they only run where a GPU exists.
+include(CheckLanguage)
+
+if(NOT DEFINED CMAKE_CUDA_COMPILER AND EXISTS /usr/local/cuda/bin/nvcc)
+  set(CMAKE_CUDA_COMPILER /usr/local/cuda/bin/nvcc CACHE FILEPATH "CUDA compiler")
+endif()
+check_language(CUDA)
+if(CMAKE_CUDA_COMPILER)
+  set(_crucible_cuda_default ON)
+else()
+  set(_crucible_cuda_default OFF)
+endif()
+
+option(CRUCIBLE_CUDA "Build the CUDA kernels (needs nvcc)" ${_crucible_cuda_default})
+option(CRUCIBLE_TESTS "Build the test suite" ON)
+option(CRUCIBLE_BENCH "Build the benchmarks in bench/" ON)
+
+find_program(CCACHE_PROGRAM ccache)
+if(CCACHE_PROGRAM)
+  set(CMAKE_C_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+  set(CMAKE_CUDA_COMPILER_LAUNCHER ${CCACHE_PROGRAM})
+endif()
+
+if(CRUCIBLE_CUDA)
+  if(NOT CMAKE_CUDA_ARCHITECTURES)
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  set(CMAKE_CUDA_HOST_COMPILER ${CMAKE_CXX_COMPILER})
+  enable_language(CUDA)
+  # CMake 3.25 knows nvcc's dialect flags only up to C++17; nvcc 12+ takes -std=c++20.
+  if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+  endif()
+  set(CMAKE_CUDA_STANDARD 20)
+  set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+  find_package(CUDAToolkit REQUIRED)
+endif()

@@ -1,0 +1,20 @@
+// Protocol constants every node of a network must agree on (protocol.md §1).
+// Defaults are the production values; configs/local/ holds the demo's.
+#pragma once
+
+#include <cstdint>
+
+#include "crucible/common/config.h"
+
+namespace crucible {
+
+struct ProtocolOptions {
+  std::uint32_t blocks_per_window = 100;  // window = block / blocks_per_window
+  double upload_slot_s = 70.0;            // upload slot after the start of window w+1
+  double clock_skew_s = 5.0;              // allowed skew when checking Last-Modified
+  std::uint32_t validator_offset = 1;     // validators process window w during w + offset
+};
+
+void bind_options(config::Schema& schema, ProtocolOptions& options);
+
+}  // namespace crucible

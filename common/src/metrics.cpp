@@ -1,0 +1,121 @@
+#include "crucible/common/metrics.h"
+
+#include <array>
+#include <sstream>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace crucible::metrics {
+namespace {
+
+constexpr std::string_view kNoLabels[] = {""};
+constexpr std::string_view kLevel[] = {"level"};
+constexpr std::string_view kRole[] = {"role"};
+constexpr std::string_view kVersionRole[] = {"version", "role"};
+constexpr double kWindowBuckets[] = {0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200};
+
+constexpr std::span<const std::string_view> none() { return std::span(kNoLabels).first(0); }
+
+const std::array<Definition, static_cast<std::size_t>(Counter::kCount_)> kCounters = {{
+    {"crucible_log_records_total", "Log records written, by level.", Kind::kCounter, kLevel, {}},
+}};
+
+const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges = {{
+    {"crucible_build_info", "Always 1; the labels name the build's version and the node's role.", Kind::kGauge,
+     kVersionRole, {}},
+    {"crucible_process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.",
+     Kind::kGauge, none(), {}},
+    {"crucible_window", "The protocol window the node is working on.", Kind::kGauge, kRole, {}},
+}};
+
+const std::array<Definition, static_cast<std::size_t>(Histogram::kCount_)> kHistograms = {{
+    {"crucible_window_duration_seconds", "Wall time of one window's work, in seconds.", Kind::kHistogram, kRole,
+     kWindowBuckets},
+}};
+
+void check_labels(const Definition& def, const Labels& labels) {
+  bool ok = labels.size() == def.labels.size();
+  for (auto name : def.labels) ok = ok && labels.count(std::string(name)) == 1;
+  if (!ok) throw std::invalid_argument(fmt::format("metric {}: wrong label names", def.name));
+}
+
+}  // namespace
+
+const Definition& definition(Counter id) { return kCounters.at(static_cast<std::size_t>(id)); }
+const Definition& definition(Gauge id) { return kGauges.at(static_cast<std::size_t>(id)); }
+const Definition& definition(Histogram id) { return kHistograms.at(static_cast<std::size_t>(id)); }
+
+struct Registry::Impl {
+  prometheus::Registry registry;
+  std::vector<prometheus::Family<prometheus::Counter>*> counters;
+  std::vector<prometheus::Family<prometheus::Gauge>*> gauges;
+  std::vector<prometheus::Family<prometheus::Histogram>*> histograms;
+};
+
+Registry::Registry() : impl_(std::make_unique<Impl>()) {
+  for (const auto& d : kCounters) {
+    impl_->counters.push_back(
+        &prometheus::BuildCounter().Name(std::string(d.name)).Help(std::string(d.help)).Register(impl_->registry));
+  }
+  for (const auto& d : kGauges) {
+    impl_->gauges.push_back(
+        &prometheus::BuildGauge().Name(std::string(d.name)).Help(std::string(d.help)).Register(impl_->registry));
+  }
+  for (const auto& d : kHistograms) {
+    impl_->histograms.push_back(&prometheus::BuildHistogram()
+                                     .Name(std::string(d.name))
+                                     .Help(std::string(d.help))
+                                     .Register(impl_->registry));
+  }
+}
+
+Registry::~Registry() = default;
+
+void Registry::add(Counter id, double amount, const Labels& labels) {
+  check_labels(definition(id), labels);
+  if (!(amount >= 0)) throw std::invalid_argument("a counter only goes up");
+  impl_->counters[static_cast<std::size_t>(id)]->Add(labels).Increment(amount);
+}
+
+void Registry::set(Gauge id, double value, const Labels& labels) {
+  check_labels(definition(id), labels);
+  impl_->gauges[static_cast<std::size_t>(id)]->Add(labels).Set(value);
+}
+
+void Registry::observe(Histogram id, double value, const Labels& labels) {
+  const Definition& def = definition(id);
+  check_labels(def, labels);
+  prometheus::Histogram::BucketBoundaries bounds(def.buckets.begin(), def.buckets.end());
+  impl_->histograms[static_cast<std::size_t>(id)]->Add(labels, bounds).Observe(value);
+}
+
+double Registry::value(Counter id, const Labels& labels) const {
+  check_labels(definition(id), labels);
+  auto* family = impl_->counters[static_cast<std::size_t>(id)];
+  return family->Has(labels) ? family->Add(labels).Value() : 0.0;
+}
+
+double Registry::value(Gauge id, const Labels& labels) const {
+  check_labels(definition(id), labels);
+  auto* family = impl_->gauges[static_cast<std::size_t>(id)];
+  return family->Has(labels) ? family->Add(labels).Value() : 0.0;
+}
+
+std::string Registry::render() const {
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, impl_->registry.Collect());
+  return out.str();
+}
+
+Registry& global() {
+  static Registry registry;
+  return registry;
+}
+
+}  // namespace crucible::metrics

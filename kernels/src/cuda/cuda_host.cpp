@@ -1,0 +1,67 @@
+// Host side of the CUDA kernels: validation, device buffers, copies, errors.
+#include <cuda_runtime.h>
+
+#include "crucible/kernels/cuda.h"
+#include "crucible/kernels/pack12.h"
+#include "launch.h"
+
+namespace crucible::kernels::cuda {
+namespace {
+
+Status cuda_status(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return Status::ok();
+  return internal_error("{}: {}", what, cudaGetErrorString(err));
+}
+
+// A device allocation freed on every path.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() {
+    if (ptr_ != nullptr) cudaFree(ptr_);
+  }
+  Status allocate(std::size_t bytes) { return cuda_status(cudaMalloc(&ptr_, bytes), "cudaMalloc"); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(ptr_);
+  }
+
+ private:
+  void* ptr_ = nullptr;
+};
+
+}  // namespace
+
+bool built() noexcept { return true; }
+
+int device_count() noexcept {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) return 0;
+  return n;
+}
+
+Status pack_indices12(std::span<const std::uint16_t> indices, std::span<std::uint8_t> out) {
+  if (device_count() == 0) return unavailable("pack12 (cuda): no CUDA device");
+  if (out.size() != packed12_size(indices.size())) {
+    return invalid_argument("pack12: output holds {} bytes, {} indices need {}", out.size(), indices.size(),
+                            packed12_size(indices.size()));
+  }
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] > kMaxIndex12) {
+      return invalid_argument("pack12: index {} at position {} exceeds 4095", indices[i], i);
+    }
+  }
+  if (indices.empty()) return Status::ok();
+  DeviceBuffer d_in, d_out;
+  CRUCIBLE_RETURN_IF_ERROR(d_in.allocate(indices.size_bytes()));
+  CRUCIBLE_RETURN_IF_ERROR(d_out.allocate(out.size()));
+  CRUCIBLE_RETURN_IF_ERROR(cuda_status(
+      cudaMemcpy(d_in.as<void>(), indices.data(), indices.size_bytes(), cudaMemcpyHostToDevice), "cudaMemcpy"));
+  CRUCIBLE_RETURN_IF_ERROR(cuda_status(
+      launch::pack12(d_in.as<std::uint16_t>(), indices.size(), d_out.as<std::uint8_t>(), nullptr), "pack12 launch"));
+  return cuda_status(cudaMemcpy(out.data(), d_out.as<void>(), out.size(), cudaMemcpyDeviceToHost), "cudaMemcpy");
+}
+
+}  // namespace crucible::kernels::cuda

@@ -1,0 +1,13 @@
+// The CUDA kernels' API in a build without CUDA (CRUCIBLE_CUDA=OFF).
+#include "crucible/kernels/cuda.h"
+
+namespace crucible::kernels::cuda {
+
+bool built() noexcept { return false; }
+int device_count() noexcept { return 0; }
+
+Status pack_indices12(std::span<const std::uint16_t>, std::span<std::uint8_t>) {
+  return unimplemented("pack12 (cuda): this build has no CUDA kernels (CRUCIBLE_CUDA=OFF)");
+}
+
+}  // namespace crucible::kernels::cuda

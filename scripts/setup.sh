@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Sets up everything crucible needs on Debian 12 and builds it into build/.
+# Idempotent: a second run with nothing to do finishes in seconds.
+#   - Debian packages (architecture.md): apt-get update once, install only what is missing
+#   - npm test tools from tools/package.json + lockfile (npm ci when the lockfile changed)
+#   - configure (once) and build with Ninja into build/, binaries in build/bin/
+# Environment: JOBS (build parallelism, default: number of cores),
+#              CRUCIBLE_CMAKE_ARGS (extra configure arguments, e.g. -DCMAKE_PREFIX_PATH=...).
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+log() { printf 'setup: %s\n' "$*" >&2; }
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ccache ca-certificates curl
+  libtorch-dev libopenblas0-pthread
+  libsecp256k1-dev libcurl4-openssl-dev librocksdb-dev libboost-dev libfmt-dev
+  libgtest-dev googletest libgmock-dev libbenchmark-dev nlohmann-json3-dev
+  libtomlplusplus-dev libcli11-dev prometheus-cpp-dev libsodium-dev libssl-dev libzstd-dev
+  radosgw ceph-mon ceph-osd
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+command -v node >/dev/null && command -v npm >/dev/null || missing+=(nodejs npm)
+if ((${#missing[@]})); then
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO=sudo
+  log "installing ${#missing[@]} Debian packages: ${missing[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+
+# npm test tools, pinned by tools/package-lock.json.
+stamp=tools/node_modules/.crucible-lock-sha256
+want=$(sha256sum tools/package-lock.json | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  log "installing npm test tools (npm ci in tools/)"
+  (cd tools && npm ci --no-audit --no-fund --loglevel=error)
+  echo "$want" > "$stamp"
+fi
+
+# Configure once (again only if the build dir is missing or broken), then build.
+if [ ! -f build/build.ninja ]; then
+  log "configuring build/"
+  # shellcheck disable=SC2086
+  cmake -S . -B build -G Ninja ${CRUCIBLE_CMAKE_ARGS:-}
+fi
+log "building"
+cmake --build build -j "${JOBS:-$(nproc)}"
+log "done: binaries in build/bin/"

@@ -1,0 +1,12 @@
+// Subcommands of the `crucible` admin CLI, one registration function per group.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace crucible::cli {
+
+// Each registers its subcommands on `app`; the chosen one writes its exit code.
+void add_config_commands(CLI::App& app, int& exit_code, char** envp);
+void add_demo_command(CLI::App& app, int& exit_code);
+
+}  // namespace crucible::cli

@@ -1,0 +1,69 @@
+// What a node's config file holds, and how a binary fills it: one place per
+// binary (architecture.md), defaults < file < environment < flags.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "crucible/common/config.h"
+#include "crucible/common/log.h"
+#include "crucible/common/protocol_options.h"
+
+namespace crucible::cli {
+
+enum class Role { kAny, kMiner, kValidator };
+std::string_view role_name(Role role) noexcept;
+
+struct NodeConfig {
+  log::LogOptions log;
+  ProtocolOptions protocol;
+};
+
+// Binds every section that `role` reads; kAny binds the union (for `config check`).
+config::Schema make_schema(Role role, NodeConfig& config);
+
+// Flags every binary shares.
+struct CommonFlags {
+  std::string config_file;
+  std::vector<std::string> sets;  // "key=value"
+  std::string log_level;
+  std::string log_format;
+};
+void add_common_flags(CLI::App& app, CommonFlags& flags);
+
+// Loads config for `role` from flags, the CRUCIBLE_* variables of `envp` and
+// the file named by --config, in that precedence.
+Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeConfig& config,
+                        config::Origins* origins = nullptr);
+
+// Applies config.log to the process logger (text on a terminal, JSON otherwise).
+void start_logging(const NodeConfig& config);
+
+// Runs `body`, turning an escaped exception into a logged error and exit code 1.
+int guarded_main(const std::function<int()>& body);
+
+// Exit codes shared by the binaries.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailure = 1;
+inline constexpr int kExitUsage = 2;  // bad flags or config
+
+}  // namespace crucible::cli
+
+namespace crucible::cli {
+
+// The flags of crucible-miner and crucible-validator.
+struct NodeArgs {
+  CommonFlags common;
+  std::string key_file;  // keystore file of the node's wallet
+};
+
+// Sets up `app` for a node binary (--version, common flags, --key), parses
+// argv, loads the config and starts logging. Returns an exit code when the
+// process should stop now (--help, --version, bad flags or config).
+std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, char** envp, NodeArgs& args,
+                              NodeConfig& config);
+
+}  // namespace crucible::cli
