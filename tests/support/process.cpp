@@ -20,6 +20,7 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
+    setsid();  // no controlling terminal: a child that would prompt fails instead of waiting
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     int devnull = open("/dev/null", O_RDONLY);

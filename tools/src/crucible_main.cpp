@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     int exit_code = cli::kExitOk;
     cli::add_config_commands(app, exit_code, environ);
     cli::add_demo_command(app, exit_code);
+    cli::add_wallet_commands(app, exit_code);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

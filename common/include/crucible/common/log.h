@@ -17,29 +17,7 @@
 
 #include <fmt/format.h>
 
-namespace crucible {
-
-// A string that must never reach a log or a terminal by accident.
-class Secret {
- public:
-  Secret() = default;
-  explicit Secret(std::string value) : value_(std::move(value)) {}
-  // The only way to read it: a call that says so.
-  const std::string& reveal() const noexcept { return value_; }
-  bool empty() const noexcept { return value_.empty(); }
-
- private:
-  std::string value_;
-};
-
-}  // namespace crucible
-
-template <>
-struct fmt::formatter<crucible::Secret> : fmt::formatter<std::string_view> {
-  auto format(const crucible::Secret&, format_context& ctx) const {
-    return fmt::formatter<std::string_view>::format("<redacted>", ctx);
-  }
-};
+#include "crucible/common/secret.h"
 
 namespace crucible::log {
 

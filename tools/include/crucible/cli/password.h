@@ -1,0 +1,18 @@
+// Where a wallet password comes from, in order: --password-file, the
+// CRUCIBLE_WALLET_PASSWORD environment variable, a prompt on the terminal.
+#pragma once
+
+#include <string>
+
+#include "crucible/common/secret.h"
+#include "crucible/common/status.h"
+
+namespace crucible::cli {
+
+inline constexpr const char* kPasswordEnv = "CRUCIBLE_WALLET_PASSWORD";
+
+// `confirm` asks twice on a terminal (for new keys). A password file must be
+// 0600 like a key; one trailing newline is stripped.
+Result<Secret> obtain_password(const std::string& password_file, bool confirm);
+
+}  // namespace crucible::cli
