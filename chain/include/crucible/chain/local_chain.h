@@ -1,0 +1,67 @@
+// The local test chain: anvil (npm @foundry-rs/anvil-linux-amd64) on
+// 127.0.0.1 with the Bittensor stand-in contracts at the precompile
+// addresses, one subnet created, and anvil's funded dev accounts. Used by
+// `crucible chain up`, the demo and the integration tests.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "crucible/chain/keys.h"
+#include "crucible/common/bytes.h"
+#include "crucible/common/status.h"
+
+namespace crucible::chain {
+
+struct LocalChainOptions {
+  std::string anvil_path;       // the anvil binary
+  std::string work_dir;         // anvil's log and account list go here
+  std::uint16_t port = 0;       // 0: a free port
+  std::uint64_t chain_id = 945;
+  double block_time_s = 0;      // 0: a block per transaction (automine)
+  std::uint16_t netuid = 1;
+  std::uint16_t max_uids = 256;
+  bool commit_reveal = false;
+  std::uint64_t version_key = 0;
+  std::uint64_t rate_limit = 0;
+};
+
+class LocalChain {
+ public:
+  static Result<std::unique_ptr<LocalChain>> start(const LocalChainOptions& options);
+  ~LocalChain();  // stops anvil
+  LocalChain(const LocalChain&) = delete;
+  LocalChain& operator=(const LocalChain&) = delete;
+
+  const std::string& url() const noexcept { return url_; }
+  std::uint64_t chain_id() const noexcept { return options_.chain_id; }
+  std::uint16_t netuid() const noexcept { return options_.netuid; }
+  pid_t pid() const noexcept { return pid_; }
+  // anvil's funded dev accounts; [0] is the stand-ins' admin.
+  const std::vector<PrivateKey>& dev_keys() const noexcept { return dev_keys_; }
+
+  // Admin calls on the stand-in state (anvil's first account signs them).
+  Status set_subnet_params(bool commit_reveal, std::uint64_t version_key, std::uint64_t rate_limit);
+  Status set_stake(std::uint16_t uid, std::uint64_t stake, bool validator_permit);
+  // Mines `n` blocks now (anvil_mine).
+  Status mine(std::uint64_t n);
+
+  Status stop();
+
+ private:
+  explicit LocalChain(LocalChainOptions options) : options_(std::move(options)) {}
+  Status launch();
+  Status install_standins();
+  Status admin_call(const Bytes& data);
+
+  LocalChainOptions options_;
+  std::string url_;
+  pid_t pid_ = -1;
+  std::vector<PrivateKey> dev_keys_;
+};
+
+}  // namespace crucible::chain

@@ -1,0 +1,18 @@
+// Runtime bytecode of the stand-in contracts (contracts/*.sol), compiled by
+// solc-js at build time (contracts/build.js), and where they are placed.
+#pragma once
+
+#include <cstdint>
+
+namespace crucible::chain::standins {
+
+extern const char* const kSubtensorStateRuntime;
+extern const char* const kMetagraphStandInRuntime;
+extern const char* const kSubnetStandInRuntime;
+extern const char* const kNeuronStandInRuntime;
+extern const char* const kCommitmentsStandInRuntime;
+
+inline constexpr std::uint64_t kStateAddress = 0xC0DE;        // shared state of all stand-ins
+inline constexpr std::uint64_t kCommitmentsAddress = 0xC0C0;  // commitments stand-in (no precompile on Bittensor)
+
+}  // namespace crucible::chain::standins

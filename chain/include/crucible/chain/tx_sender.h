@@ -1,0 +1,71 @@
+// Sends signed transactions for one key and sees them through: gas
+// estimation (a revert surfaces before anything is sent), fees from
+// eth_feeHistory (fallback eth_gasPrice), nonce management, receipt polling
+// with a deadline, replacement of a stuck transaction with bumped fees, and
+// detection of a transaction the node dropped (anvil silently drops one
+// signed for the wrong chain id).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "crucible/chain/eth.h"
+#include "crucible/chain/transaction.h"
+
+namespace crucible::chain {
+
+struct TxOptions {
+  std::chrono::milliseconds receipt_timeout{60'000};
+  std::chrono::milliseconds poll_interval{200};
+  std::chrono::milliseconds stuck_after{24'000};  // pending this long: replace with higher fees
+  int max_replacements = 3;
+  std::uint32_t fee_bump_percent = 25;  // nodes want >= 10 % on both fee fields
+  std::uint32_t gas_margin_percent = 25;
+  bool verify_chain_id = true;  // compare with eth_chainId before the first send
+};
+
+struct SentTx {
+  Receipt receipt;
+  std::uint64_t nonce = 0;
+  std::vector<Hash32> hashes;  // every version sent; the mined one is receipt.tx_hash
+};
+
+class TxSender {
+ public:
+  TxSender(EthClient& eth, PrivateKey key, std::uint64_t chain_id, TxOptions options = {});
+
+  const Address& address() const noexcept { return address_; }
+
+  // Estimates gas (unless given), signs with the next nonce, sends, and waits
+  // for the receipt. A mined transaction that reverted is failed_precondition
+  // with the reason; no receipt within the deadline is deadline_exceeded.
+  Result<SentTx> send(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit = std::nullopt);
+
+  // Waits for any of `hashes` (versions of one nonce) to be mined, e.g. a
+  // transaction found in flight after a restart.
+  Result<Receipt> wait(const std::vector<Hash32>& hashes);
+
+ private:
+  struct Draft {
+    Address to;
+    Bytes data;
+    std::uint64_t nonce = 0;
+    std::uint64_t gas = 0;
+    FeeEstimate fees;
+  };
+  SignedTx sign_draft(const Draft& d) const;
+  Status check_chain_id();
+  Result<std::string> revert_reason(const Draft& d);
+
+  EthClient& eth_;
+  PrivateKey key_;
+  Address address_;
+  std::uint64_t chain_id_;
+  TxOptions options_;
+  bool chain_checked_ = false;
+  std::optional<std::uint64_t> next_nonce_;
+};
+
+}  // namespace crucible::chain

@@ -1,0 +1,205 @@
+#include "crucible/chain/local_chain.h"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "crucible/chain/abi.h"
+#include "crucible/chain/standins.h"
+#include "crucible/chain/tx_sender.h"
+
+namespace crucible::chain {
+namespace {
+
+using abi::Value;
+using nlohmann::json;
+
+Result<std::uint16_t> free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return unavailable("socket: {}", std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof addr;
+  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+            getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
+  close(fd);
+  if (!ok) return unavailable("could not find a free port");
+  return ntohs(addr.sin_port);
+}
+
+std::string tail_of(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string s = ss.str();
+  return s.size() > 800 ? s.substr(s.size() - 800) : s;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LocalChain>> LocalChain::start(const LocalChainOptions& options) {
+  std::unique_ptr<LocalChain> chain(new LocalChain(options));
+  CRUCIBLE_RETURN_IF_ERROR(chain->launch());
+  CRUCIBLE_RETURN_IF_ERROR(chain->install_standins());
+  return chain;
+}
+
+LocalChain::~LocalChain() { (void)stop(); }
+
+Status LocalChain::launch() {
+  if (access(options_.anvil_path.c_str(), X_OK) != 0) {
+    return not_found("anvil not found at '{}' (scripts/setup.sh installs it under tools/node_modules)",
+                     options_.anvil_path);
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(options_.work_dir, ec);
+  if (options_.port == 0) {
+    CRUCIBLE_ASSIGN_OR_RETURN(options_.port, free_port());
+  }
+  url_ = fmt::format("http://127.0.0.1:{}", options_.port);
+  std::string log_path = options_.work_dir + "/anvil.log";
+  std::string accounts_path = options_.work_dir + "/anvil-accounts.json";
+  std::filesystem::remove(accounts_path, ec);
+
+  std::vector<std::string> argv = {options_.anvil_path, "--host", "127.0.0.1", "--port", std::to_string(options_.port),
+                                   "--chain-id", std::to_string(options_.chain_id), "--config-out", accounts_path};
+  if (options_.block_time_s > 0) {
+    argv.push_back("--block-time");
+    argv.push_back(fmt::format("{}", options_.block_time_s));
+  }
+  pid_ = fork();
+  if (pid_ < 0) return unavailable("fork: {}", std::strerror(errno));
+  if (pid_ == 0) {
+    prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the process that started it
+    int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) {
+      dup2(log, STDOUT_FILENO);
+      dup2(log, STDERR_FILENO);
+    }
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+
+  RpcOptions rpc_options;
+  rpc_options.url = url_;
+  rpc_options.call_timeout = std::chrono::milliseconds(500);
+  rpc_options.max_attempts = 1;
+  RpcClient rpc(rpc_options);
+  EthClient eth(rpc);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (true) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return unavailable("anvil exited during start-up; its log says: {}", tail_of(log_path));
+    }
+    auto id = eth.chain_id();
+    if (id.is_ok() && std::filesystem::exists(accounts_path)) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return deadline_exceeded("anvil did not answer on {} within 15 s; log: {}", url_, tail_of(log_path));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::ifstream in(accounts_path);
+  json accounts = json::parse(in, nullptr, false);
+  if (accounts.is_discarded() || !accounts.contains("private_keys")) {
+    return data_loss("anvil's account list {} is unreadable", accounts_path);
+  }
+  for (const auto& k : accounts["private_keys"]) {
+    CRUCIBLE_ASSIGN_OR_RETURN(Bytes raw, from_hex(k.get<std::string>()));
+    CRUCIBLE_ASSIGN_OR_RETURN(PrivateKey key, PrivateKey::from_bytes(raw));
+    dev_keys_.push_back(std::move(key));
+  }
+  if (dev_keys_.empty()) return data_loss("anvil reported no dev accounts");
+  return Status::ok();
+}
+
+Status LocalChain::admin_call(const Bytes& data) {
+  RpcOptions rpc_options;
+  rpc_options.url = url_;
+  RpcClient rpc(rpc_options);
+  EthClient eth(rpc);
+  TxOptions tx_options;
+  tx_options.receipt_timeout = std::chrono::milliseconds(
+      static_cast<std::int64_t>(30'000 + 4'000 * options_.block_time_s));
+  TxSender sender(eth, dev_keys_[0], options_.chain_id, tx_options);
+  auto sent = sender.send(Address::from_low_u64(standins::kStateAddress), data);
+  return sent.status();
+}
+
+Status LocalChain::install_standins() {
+  RpcOptions rpc_options;
+  rpc_options.url = url_;
+  RpcClient rpc(rpc_options);
+  const std::pair<std::uint64_t, const char*> codes[] = {
+      {standins::kStateAddress, standins::kSubtensorStateRuntime},
+      {0x802, standins::kMetagraphStandInRuntime},
+      {0x803, standins::kSubnetStandInRuntime},
+      {0x804, standins::kNeuronStandInRuntime},
+      {standins::kCommitmentsAddress, standins::kCommitmentsStandInRuntime}};
+  for (const auto& [addr, code] : codes) {
+    auto r = rpc.call("anvil_setCode", json::array({Address::from_low_u64(addr).hex(), code}));
+    if (!r.is_ok()) return r.status().with_context("installing stand-in contracts");
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes create, abi::encode_call("createSubnet(uint16,uint16)",
+                                                           {Value::uint(options_.netuid), Value::uint(options_.max_uids)}));
+  CRUCIBLE_RETURN_IF_ERROR(admin_call(create).with_context("createSubnet"));
+  return set_subnet_params(options_.commit_reveal, options_.version_key, options_.rate_limit);
+}
+
+Status LocalChain::set_subnet_params(bool commit_reveal, std::uint64_t version_key, std::uint64_t rate_limit) {
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data, abi::encode_call("setSubnetParams(uint16,bool,uint64,uint64)",
+                                                         {Value::uint(options_.netuid), Value::boolean(commit_reveal),
+                                                          Value::uint(version_key), Value::uint(rate_limit)}));
+  return admin_call(data).with_context("setSubnetParams");
+}
+
+Status LocalChain::set_stake(std::uint16_t uid, std::uint64_t stake, bool validator_permit) {
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data, abi::encode_call("setStake(uint16,uint16,uint64,bool)",
+                                                         {Value::uint(options_.netuid), Value::uint(uid),
+                                                          Value::uint(stake), Value::boolean(validator_permit)}));
+  return admin_call(data).with_context("setStake");
+}
+
+Status LocalChain::mine(std::uint64_t n) {
+  RpcOptions rpc_options;
+  rpc_options.url = url_;
+  RpcClient rpc(rpc_options);
+  return rpc.call("anvil_mine", json::array({U256(n).to_quantity()})).status();
+}
+
+Status LocalChain::stop() {
+  if (pid_ <= 0) return Status::ok();
+  kill(pid_, SIGTERM);
+  for (int i = 0; i < 100; ++i) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return Status::ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  kill(pid_, SIGKILL);
+  waitpid(pid_, nullptr, 0);
+  pid_ = -1;
+  return Status::ok();
+}
+
+}  // namespace crucible::chain
