@@ -69,6 +69,45 @@ AccountId mirror_account(const Address& address) {
   return blake2b_256(in);
 }
 
+std::string ss58(const AccountId& account, std::uint16_t prefix) {
+  Bytes data;
+  if (prefix < 64) {
+    data.push_back(static_cast<std::uint8_t>(prefix));
+  } else {  // two-byte form for prefixes 64..16383
+    data.push_back(static_cast<std::uint8_t>(((prefix & 0xFC) >> 2) | 0x40));
+    data.push_back(static_cast<std::uint8_t>((prefix >> 8) | ((prefix & 0x03) << 6)));
+  }
+  data.insert(data.end(), account.begin(), account.end());
+  Bytes pre = {'S', 'S', '5', '8', 'P', 'R', 'E'};
+  pre.insert(pre.end(), data.begin(), data.end());
+  std::array<std::uint8_t, 64> checksum{};
+  crypto_generichash(checksum.data(), checksum.size(), pre.data(), pre.size(), nullptr, 0);
+  data.push_back(checksum[0]);
+  data.push_back(checksum[1]);
+  // Base58 (Bitcoin alphabet).
+  static constexpr char kAlphabet[] = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
+  std::vector<std::uint8_t> digits;  // base-58 digits, little end first
+  for (std::uint8_t byte : data) {
+    int carry = byte;
+    for (auto& d : digits) {
+      carry += d * 256;
+      d = static_cast<std::uint8_t>(carry % 58);
+      carry /= 58;
+    }
+    while (carry > 0) {
+      digits.push_back(static_cast<std::uint8_t>(carry % 58));
+      carry /= 58;
+    }
+  }
+  std::string out;
+  for (std::uint8_t byte : data) {
+    if (byte != 0) break;
+    out += '1';
+  }
+  for (auto it = digits.rbegin(); it != digits.rend(); ++it) out += kAlphabet[*it];
+  return out;
+}
+
 Bytes twox64(ByteSpan data) {
   Bytes out;
   put_le(out, XXH64(data.data(), data.size(), 0), 8);

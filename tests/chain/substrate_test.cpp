@@ -10,6 +10,15 @@ TEST(Substrate, MirrorAccountVectorFromChainMd) {
   EXPECT_EQ(to_hex(mirror_account(a)), "0x07ffff11c930a959f6986bdea8782210a0df1e90277e8359133b54d1783743bf");
 }
 
+TEST(Substrate, Ss58) {
+  // Alice, the well-known Substrate dev account.
+  auto alice = from_hex_fixed<32>("d43593c715fdd31c61141abd04a99fd6822c8558854ccde39a5684e7a56da27d").value();
+  EXPECT_EQ(ss58(alice), "5GrwvaEF5zXb26Fz9rcQpDWS57CtERHpNehXCPcNoHGKutQY");
+  // The mirror of chain.md's address (ethers base58 + noble blake2b).
+  Address a = Address::parse("0x9d8A62f656a8d1615C1294fd71e9CFb3E4855A4F").value();
+  EXPECT_EQ(ss58(mirror_account(a)), "5CFCEpnJNkQAaRs4YjdSmbxd4ju666hn8WrFDE9KmNUJeetW");
+}
+
 TEST(Substrate, Blake2bMatchesNobleHashes) {
   // @noble/hashes blake2b(dkLen 32)
   EXPECT_EQ(to_hex(blake2b_256({}), false), "0e5751c026e543b2e8ab2eb06099daa1d1e5df47778f7787faab45cdf12fe3a8");

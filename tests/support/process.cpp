@@ -5,7 +5,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <csignal>
 #include <cstdlib>
+#include <thread>
 #include <stdexcept>
 
 extern char** environ;
@@ -59,6 +62,68 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
   waitpid(pid, &status, 0);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return result;
+}
+
+}  // namespace crucible::testing
+
+namespace crucible::testing {
+
+Child::Child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  int out_pipe[2];
+  if (pipe(out_pipe) != 0) throw std::runtime_error("pipe failed");
+  pid_ = fork();
+  if (pid_ < 0) throw std::runtime_error("fork failed");
+  if (pid_ == 0) {
+    setsid();
+    dup2(out_pipe[1], STDOUT_FILENO);
+    close(out_pipe[0]);
+    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(out_pipe[1]);
+  out_fd_ = out_pipe[0];
+}
+
+Child::~Child() {
+  if (pid_ > 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+  }
+  if (out_fd_ >= 0) close(out_fd_);
+}
+
+std::string Child::read_until(const std::string& needle, int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  char buf[4096];
+  while (seen_.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+    pollfd p{out_fd_, POLLIN, 0};
+    if (poll(&p, 1, 50) <= 0) continue;
+    ssize_t n = read(out_fd_, buf, sizeof buf);
+    if (n <= 0) break;
+    seen_.append(buf, static_cast<std::size_t>(n));
+  }
+  return seen_;
+}
+
+void Child::signal(int sig) {
+  if (pid_ > 0) kill(pid_, sig);
+}
+
+int Child::wait(int timeout_ms) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  while (pid_ > 0 && std::chrono::steady_clock::now() < deadline) {
+    int status = 0;
+    if (waitpid(pid_, &status, WNOHANG) == pid_) {
+      pid_ = -1;
+      return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return -1;
 }
 
 }  // namespace crucible::testing

@@ -21,3 +21,28 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
 std::string bin(const std::string& name);
 
 }  // namespace crucible::testing
+
+namespace crucible::testing {
+
+// A long-running child (a server) whose stdout is read as it comes.
+class Child {
+ public:
+  explicit Child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
+  ~Child();  // SIGKILLs it if still running
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+
+  // Reads stdout until `needle` appears or `timeout_ms` passes; returns all read so far.
+  std::string read_until(const std::string& needle, int timeout_ms);
+  void signal(int sig);
+  // Waits up to `timeout_ms` for exit; the exit code, or -1 on a signal or timeout.
+  int wait(int timeout_ms);
+  int pid() const { return pid_; }
+
+ private:
+  int pid_ = -1;
+  int out_fd_ = -1;
+  std::string seen_;
+};
+
+}  // namespace crucible::testing

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "crucible/chain/keystore.h"
+#include "crucible/chain/substrate.h"
 #include "crucible/cli/commands.h"
 #include "crucible/cli/node_config.h"
 #include "crucible/cli/password.h"
@@ -20,6 +21,7 @@ struct WalletArgs {
   std::string private_key_file;
   std::uint64_t scrypt_n = chain::KeystoreParams{}.scrypt_n;
   bool force = false;
+  bool mirror = false;
 };
 
 int fail(const Status& st) {
@@ -71,6 +73,10 @@ int cmd_address(const WalletArgs& args) {
   auto addr = chain::keystore_address(*text);
   if (!addr.is_ok()) return fail(addr.status().with_context(args.file));
   fmt::print("{}\n", addr->checksum());
+  if (args.mirror) {
+    auto account = chain::substrate::mirror_account(*addr);
+    fmt::print("mirror account {}\nmirror ss58    {}\n", to_hex(account), chain::substrate::ss58(account));
+  }
   return kExitOk;
 }
 
@@ -116,6 +122,8 @@ void add_wallet_commands(CLI::App& app, int& exit_code) {
 
   CLI::App* address = group->add_subcommand("address", "Print a keystore's address (no password needed)");
   address->add_option("file", args->file, "Keystore file")->required();
+  address->add_flag("--mirror", args->mirror,
+                    "Also print the Substrate mirror account (hex and SS58) that acts for this address on Bittensor");
   address->callback([args, &exit_code] { exit_code = cmd_address(*args); });
 
   CLI::App* check = group->add_subcommand("check", "Decrypt a keystore to check its password; prints the address");

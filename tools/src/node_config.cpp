@@ -27,6 +27,7 @@ config::Schema make_schema(Role role, NodeConfig& config) {
   config::Schema schema;
   log::bind_options(schema, config.log);
   bind_options(schema, config.protocol);
+  chain::bind_options(schema, config.chain);
   (void)role;  // the miner and validator sections join here as those nodes are built
   return schema;
 }

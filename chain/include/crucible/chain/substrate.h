@@ -21,6 +21,9 @@ Hash32 blake2b_256(ByteSpan data);
 // blake2b-256("evm:" || address).
 AccountId mirror_account(const Address& address);
 
+// SS58 text form of an account (prefix 42: generic Substrate, used by Bittensor).
+std::string ss58(const AccountId& account, std::uint16_t prefix = 42);
+
 // xxHash64-based hashers of Substrate storage keys.
 Bytes twox128(ByteSpan data);
 Bytes twox64(ByteSpan data);

@@ -1,6 +1,8 @@
 // Subcommands of the `crucible` admin CLI, one registration function per group.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 namespace crucible::cli {
@@ -9,5 +11,10 @@ namespace crucible::cli {
 void add_config_commands(CLI::App& app, int& exit_code, char** envp);
 void add_demo_command(CLI::App& app, int& exit_code);
 void add_wallet_commands(CLI::App& app, int& exit_code);
+void add_chain_commands(CLI::App& app, int& exit_code, char** envp);
+void add_chain_ops_commands(CLI::App& chain_group, int& exit_code, char** envp);
+
+// The anvil binary: $CRUCIBLE_ANVIL, else the checkout's tools/node_modules/.bin/anvil.
+std::string find_anvil();
 
 }  // namespace crucible::cli

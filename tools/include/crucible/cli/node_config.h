@@ -8,6 +8,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "crucible/chain/chain_options.h"
 #include "crucible/common/config.h"
 #include "crucible/common/log.h"
 #include "crucible/common/protocol_options.h"
@@ -20,6 +21,7 @@ std::string_view role_name(Role role) noexcept;
 struct NodeConfig {
   log::LogOptions log;
   ProtocolOptions protocol;
+  chain::ChainOptions chain;
 };
 
 // Binds every section that `role` reads; kAny binds the union (for `config check`).

@@ -1,0 +1,100 @@
+// `crucible chain up` through the real binary: a usable local chain, and a
+// clean stop on SIGINT.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <csignal>
+#include <regex>
+
+#include "crucible/chain/abi.h"
+#include "crucible/chain/eth.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace crucible {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(ChainUp, ServesTheStandInsAndStopsOnCtrlC) {
+  testing::TempDir dir;
+  testing::Child up({testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--netuid", "3",
+                     "--dir", dir.path().string()});
+  std::string out = up.read_until("Ctrl-C stops it.", 20'000);
+  ASSERT_THAT(out, HasSubstr("local chain ready")) << out;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("rpc_url +(http://127\\.0\\.0\\.1:[0-9]+)")));
+  EXPECT_THAT(out, HasSubstr("0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266  (stand-in admin)"));
+
+  chain::RpcOptions o;
+  o.url = m[1];
+  chain::RpcClient rpc(o);
+  chain::EthClient eth(rpc);
+  EXPECT_EQ(eth.chain_id().value(), 945u);
+  // The subnet exists (getUidCount reverts on an unknown one) and is empty.
+  auto call = chain::abi::encode_call("getUidCount(uint16)", {chain::abi::Value::uint(3)}).value();
+  auto count = eth.call(chain::Address::from_low_u64(0x802), call);
+  ASSERT_TRUE(count.is_ok()) << count.status();
+  EXPECT_EQ(to_hex(*count, false), std::string(64, '0'));
+  auto unknown = chain::abi::encode_call("getUidCount(uint16)", {chain::abi::Value::uint(4)}).value();
+  EXPECT_THAT(eth.call(chain::Address::from_low_u64(0x802), unknown).status().message(),
+              HasSubstr("subnet does not exist"));
+
+  up.signal(SIGINT);
+  EXPECT_EQ(up.wait(10'000), 0);
+  o.call_timeout = std::chrono::milliseconds(500);
+  chain::RpcClient after(o);
+  EXPECT_FALSE(after.call("eth_chainId").is_ok());  // anvil went with it
+}
+
+TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
+  testing::TempDir dir;
+  testing::Child up({testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--dir",
+                     dir.path().string()});
+  std::string out = up.read_until("Ctrl-C stops it.", 20'000);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("rpc_url +(http://127\\.0\\.0\\.1:[0-9]+)"))) << out;
+  std::string url = m[1];
+  // Dev account 1 of anvil's standard mnemonic, as a keystore.
+  std::string key = dir.write("k.hex", "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+  chmod(key.c_str(), 0600);
+  std::string ks = (dir.path() / "ks.json").string();
+  std::map<std::string, std::string> pw = {{"CRUCIBLE_WALLET_PASSWORD", "pw"}};
+  ASSERT_EQ(testing::run_process({testing::bin("crucible"), "wallet", "import", "--private-key-file", key, "--out", ks,
+                                  "--scrypt-n", "1024"}, pw).exit_code, 0);
+  auto mirror = testing::run_process({testing::bin("crucible"), "wallet", "address", "--mirror", ks});
+  std::smatch ss;
+  ASSERT_TRUE(std::regex_search(mirror.out, ss, std::regex("mirror ss58 +(5[1-9A-HJ-NP-Za-km-z]{47})"))) << mirror.out;
+
+  auto reg = testing::run_process({testing::bin("crucible"), "chain", "register", "--key", ks, "--set",
+                                   "chain.rpc_url=" + url, "--set", "chain.chain_id=945"}, pw);
+  EXPECT_EQ(reg.exit_code, 0) << reg.err;
+  EXPECT_THAT(reg.out, HasSubstr("registered 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 on netuid 1 as uid 0"));
+  auto again = testing::run_process({testing::bin("crucible"), "chain", "register", "--key", ks, "--set",
+                                     "chain.rpc_url=" + url}, pw);
+  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_THAT(again.err, HasSubstr("already registered"));
+
+  auto mg = testing::run_process({testing::bin("crucible"), "chain", "metagraph", "--set", "chain.rpc_url=" + url});
+  EXPECT_EQ(mg.exit_code, 0) << mg.err;
+  EXPECT_THAT(mg.out, HasSubstr("netuid 1 at block"));
+  EXPECT_THAT(mg.out, HasSubstr(std::string(ss[1])));  // uid 0's hotkey is the key's mirror account
+
+  auto wrong = testing::run_process({testing::bin("crucible"), "chain", "metagraph", "--set", "chain.rpc_url=" + url,
+                                     "--set", "chain.chain_id=964"});
+  EXPECT_EQ(wrong.exit_code, 1);
+  EXPECT_THAT(wrong.err, HasSubstr("chain 945, but chain 964 was configured"));
+}
+
+TEST(ChainUp, MissingAnvilIsAClearError) {
+  testing::TempDir dir;
+  auto r = testing::run_process({testing::bin("crucible"), "chain", "up", "--anvil", "/nonexistent/anvil", "--dir",
+                                 dir.path().string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.err, HasSubstr("anvil not found at '/nonexistent/anvil'"));
+}
+
+}  // namespace
+}  // namespace crucible

@@ -1,0 +1,100 @@
+// `crucible chain metagraph` and `crucible chain register`: the chain as an
+// operator sees it, through the same EvmChain the nodes use.
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "crucible/chain/chain_options.h"
+#include "crucible/chain/keystore.h"
+#include "crucible/chain/substrate.h"
+#include "crucible/cli/commands.h"
+#include "crucible/cli/node_config.h"
+#include "crucible/cli/password.h"
+
+namespace crucible::cli {
+namespace {
+
+struct OpsArgs {
+  CommonFlags common;
+  std::string key_file;
+  std::string password_file;
+  std::string hotkey;
+};
+
+int fail(std::string_view what, const Status& st) {
+  fmt::print(stderr, "crucible chain {}: {}\n", what, st.message());
+  return kExitFailure;
+}
+
+Result<chain::ChainOptions> chain_options(const OpsArgs& args, char** envp) {
+  NodeConfig config;
+  CRUCIBLE_RETURN_IF_ERROR(load_node_config(Role::kAny, args.common, envp, config));
+  return config.chain;
+}
+
+int metagraph(const OpsArgs& args, char** envp) {
+  auto opts = chain_options(args, envp);
+  if (!opts.is_ok()) return fail("metagraph", opts.status());
+  auto chain = chain::EvmChain::connect(chain::to_evm_options(*opts), std::nullopt);
+  if (!chain.is_ok()) return fail("metagraph", chain.status());
+  auto mg = (*chain)->metagraph(opts->netuid);
+  if (!mg.is_ok()) return fail("metagraph", mg.status());
+  fmt::print("netuid {} at block {}: {} uids\n", mg->netuid, mg->block, mg->neurons.size());
+  fmt::print("{:>5}  {:<48}  {:>16}  {:>6}  {:>11}\n", "uid", "hotkey (ss58)", "stake (TAO)", "permit", "last update");
+  for (const auto& n : mg->neurons) {
+    fmt::print("{:>5}  {:<48}  {:>16.9f}  {:>6}  {:>11}\n", n.uid, chain::substrate::ss58(n.hotkey),
+               static_cast<double>(n.stake) / 1e9, n.validator_permit ? "yes" : "no", n.last_update);
+  }
+  return kExitOk;
+}
+
+int register_neuron(const OpsArgs& args, char** envp) {
+  auto opts = chain_options(args, envp);
+  if (!opts.is_ok()) return fail("register", opts.status());
+  auto text = chain::read_secret_file(args.key_file);
+  if (!text.is_ok()) return fail("register", text.status());
+  auto password = obtain_password(args.password_file, false);
+  if (!password.is_ok()) return fail("register", password.status());
+  auto key = chain::decrypt_keystore(*text, *password);
+  if (!key.is_ok()) return fail("register", key.status().with_context(args.key_file));
+  chain::Address address = key->address();
+  chain::Hash32 hotkey = chain::substrate::mirror_account(address);
+  if (!args.hotkey.empty()) {
+    auto parsed = from_hex_fixed<32>(args.hotkey);
+    if (!parsed.is_ok()) return fail("register", parsed.status().with_context("--hotkey"));
+    hotkey = *parsed;
+  }
+  auto chain = chain::EvmChain::connect(chain::to_evm_options(*opts), std::move(*key));
+  if (!chain.is_ok()) return fail("register", chain.status());
+  auto sent = (*chain)->register_neuron(opts->netuid, hotkey);
+  if (!sent.is_ok()) return fail("register", sent.status());
+  auto mg = (*chain)->metagraph(opts->netuid);
+  if (!mg.is_ok()) return fail("register", mg.status());
+  for (const auto& n : mg->neurons) {
+    if (n.hotkey == hotkey) {
+      fmt::print("registered {} on netuid {} as uid {} (hotkey {}), tx {}\n", address.checksum(), opts->netuid, n.uid,
+                 chain::substrate::ss58(hotkey), to_hex(sent->receipt.tx_hash));
+      return kExitOk;
+    }
+  }
+  return fail("register", data_loss("the transaction was mined but the hotkey is not in the metagraph"));
+}
+
+}  // namespace
+
+void add_chain_ops_commands(CLI::App& chain_group, int& exit_code, char** envp) {
+  auto args = std::make_shared<OpsArgs>();
+  CLI::App* mg = chain_group.add_subcommand("metagraph", "Print the subnet's uids, hotkeys, stake and permits");
+  add_common_flags(*mg, args->common);
+  mg->callback([args, &exit_code, envp] { exit_code = metagraph(*args, envp); });
+
+  CLI::App* reg = chain_group.add_subcommand(
+      "register", "Register this key's mirror account as a hotkey on the subnet (burnedRegister)");
+  add_common_flags(*reg, args->common);
+  reg->add_option("-k,--key", args->key_file, "Keystore file")->required();
+  reg->add_option("--password-file", args->password_file, "File with the keystore password (mode 0600)");
+  reg->add_option("--hotkey", args->hotkey, "Hotkey account (32-byte hex) instead of the key's mirror account");
+  reg->callback([args, &exit_code, envp] { exit_code = register_neuron(*args, envp); });
+}
+
+}  // namespace crucible::cli
