@@ -49,5 +49,8 @@ if [ ! -f build/build.ninja ]; then
   cmake -S . -B build -G Ninja ${CRUCIBLE_CMAKE_ARGS:-}
 fi
 log "building"
+# Paths relative to the checkout in ccache's hashes: a fresh clone elsewhere
+# (as CI makes) still hits the cache.
+export CCACHE_BASEDIR="$ROOT"
 cmake --build build -j "${JOBS:-$(nproc)}"
 log "done: binaries in build/bin/"

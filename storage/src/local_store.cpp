@@ -1,0 +1,246 @@
+#include "crucible/storage/local_store.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include <fmt/format.h>
+
+namespace crucible::storage {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr char kMagic[8] = {'C', 'R', 'U', 'C', 'O', 'B', 'J', '1'};
+constexpr const char* kTmpDir = ".crucible-tmp";
+
+Status errno_status(std::string_view what, const fs::path& p, int err) {
+  switch (err) {
+    case ENOENT: return not_found("{}: {} does not exist", what, p.string());
+    case ENOSPC:
+    case EDQUOT: return resource_exhausted("{}: {}: disk full", what, p.string());
+    case EACCES:
+    case EPERM: return permission_denied("{}: {}: {}", what, p.string(), std::strerror(err));
+    case ENOTDIR:
+    case EISDIR: return failed_precondition("{}: {}: a key cannot be both an object and a prefix of others", what,
+                                            p.string());
+    default: return unavailable("{}: {}: {}", what, p.string(), std::strerror(err));
+  }
+}
+
+// An open file descriptor, closed on every path.
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  bool ok() const { return fd_ >= 0; }
+
+ private:
+  int fd_;
+};
+
+Status write_all(int fd, const std::uint8_t* data, std::size_t n, const fs::path& p) {
+  while (n > 0) {
+    ssize_t w = write(fd, data, n);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return errno_status("write", p, errno);
+    }
+    data += w;
+    n -= static_cast<std::size_t>(w);
+  }
+  return Status::ok();
+}
+
+Status read_exact(int fd, std::uint8_t* out, std::size_t n, std::uint64_t offset, const fs::path& p) {
+  while (n > 0) {
+    ssize_t r = pread(fd, out, n, static_cast<off_t>(offset));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return errno_status("read", p, errno);
+    }
+    if (r == 0) return data_loss("read: {} is shorter than its header says", p.string());
+    out += r;
+    n -= static_cast<std::size_t>(r);
+    offset += static_cast<std::uint64_t>(r);
+  }
+  return Status::ok();
+}
+
+struct Header {
+  std::uint64_t size = 0;
+  Sha256 sha256{};
+};
+
+Result<Header> read_header(int fd, const fs::path& p, std::uint64_t file_size) {
+  std::uint8_t h[LocalStore::kHeaderBytes];
+  if (file_size < LocalStore::kHeaderBytes) return data_loss("{} is too short to be an object", p.string());
+  CRUCIBLE_RETURN_IF_ERROR(read_exact(fd, h, sizeof h, 0, p));
+  if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return data_loss("{} is not a crucible object (bad magic)", p.string());
+  Header out;
+  for (int i = 0; i < 8; ++i) out.size |= static_cast<std::uint64_t>(h[8 + i]) << (8 * i);
+  std::memcpy(out.sha256.data(), h + 16, 32);
+  if (out.size != file_size - LocalStore::kHeaderBytes) {
+    return data_loss("{}: header says {} bytes, the file holds {}", p.string(), out.size,
+                     file_size - LocalStore::kHeaderBytes);
+  }
+  return out;
+}
+
+std::int64_t mtime_ms(const struct stat& st) {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
+}
+
+Status reserved(std::string_view key) {
+  if (key == kTmpDir || key.starts_with(std::string(kTmpDir) + "/")) {
+    return invalid_argument("object key '{}' is under the store's reserved {}/", key, kTmpDir);
+  }
+  return Status::ok();
+}
+
+std::string temp_name() {
+  static std::atomic<std::uint64_t> counter{0};
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  return fmt::format("{}-{}-{:016x}", getpid(), counter++, rng());
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LocalStore>> LocalStore::open(const fs::path& root, RetryPolicy policy) {
+  std::error_code ec;
+  fs::create_directories(root / kTmpDir, ec);
+  if (ec) return permission_denied("local store {}: cannot create: {}", root.string(), ec.message());
+  return std::unique_ptr<LocalStore>(new LocalStore(fs::absolute(root), policy));
+}
+
+std::string LocalStore::describe() const { return "file://" + root_.string(); }
+
+Status LocalStore::do_put(std::string_view key, ByteSpan data, const Sha256& sha256) {
+  CRUCIBLE_RETURN_IF_ERROR(reserved(key));
+  fs::path final_path = path_of(key);
+  std::error_code ec;
+  fs::create_directories(final_path.parent_path(), ec);
+  if (ec) return errno_status("put", final_path.parent_path(), ec.value());
+  fs::path tmp = root_ / kTmpDir / temp_name();
+  Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
+  if (!fd.ok()) return errno_status("put", tmp, errno);
+  std::uint8_t header[kHeaderBytes] = {};
+  std::memcpy(header, kMagic, sizeof kMagic);
+  for (int i = 0; i < 8; ++i) header[8 + i] = static_cast<std::uint8_t>(data.size() >> (8 * i));
+  std::memcpy(header + 16, sha256.data(), 32);
+  Status st = write_all(fd.get(), header, sizeof header, tmp);
+  if (st.is_ok()) st = write_all(fd.get(), data.data(), data.size(), tmp);
+  if (st.is_ok() && fsync(fd.get()) != 0) st = errno_status("fsync", tmp, errno);
+  if (st.is_ok() && rename(tmp.c_str(), final_path.c_str()) != 0) st = errno_status("rename", final_path, errno);
+  if (!st.is_ok()) {
+    unlink(tmp.c_str());
+    return st;
+  }
+  // Make the rename itself durable.
+  Fd dir(::open(final_path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir.ok()) (void)fsync(dir.get());
+  return Status::ok();
+}
+
+Result<Fetched> LocalStore::do_get(std::string_view key, std::uint64_t max_bytes) {
+  CRUCIBLE_RETURN_IF_ERROR(reserved(key));
+  fs::path p = path_of(key);
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) return errno_status("get", p, errno);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return errno_status("get", p, errno);
+  if (!S_ISREG(st.st_mode)) return not_found("get: {} is a prefix, not an object", p.string());
+  CRUCIBLE_ASSIGN_OR_RETURN(Header h, read_header(fd.get(), p, static_cast<std::uint64_t>(st.st_size)));
+  if (h.size > max_bytes) {
+    return resource_exhausted("get {}: object of {} bytes exceeds the cap of {}", key, h.size, max_bytes);
+  }
+  Fetched f;
+  f.data.resize(h.size);
+  CRUCIBLE_RETURN_IF_ERROR(read_exact(fd.get(), f.data.data(), h.size, kHeaderBytes, p));
+  f.info = {std::string(key), h.size, mtime_ms(st), "", h.sha256};
+  return f;
+}
+
+Result<Bytes> LocalStore::do_get_range(std::string_view key, std::uint64_t offset, std::uint64_t length) {
+  CRUCIBLE_RETURN_IF_ERROR(reserved(key));
+  fs::path p = path_of(key);
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) return errno_status("get_range", p, errno);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return errno_status("get_range", p, errno);
+  CRUCIBLE_ASSIGN_OR_RETURN(Header h, read_header(fd.get(), p, static_cast<std::uint64_t>(st.st_size)));
+  if (offset > h.size) return out_of_range("get_range {}: offset {} is past the end ({} bytes)", key, offset, h.size);
+  std::uint64_t n = std::min(length, h.size - offset);
+  Bytes out(n);
+  CRUCIBLE_RETURN_IF_ERROR(read_exact(fd.get(), out.data(), n, kHeaderBytes + offset, p));
+  return out;
+}
+
+Result<ObjectInfo> LocalStore::do_head(std::string_view key) {
+  CRUCIBLE_RETURN_IF_ERROR(reserved(key));
+  fs::path p = path_of(key);
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) return errno_status("head", p, errno);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return errno_status("head", p, errno);
+  if (!S_ISREG(st.st_mode)) return not_found("head: {} is a prefix, not an object", p.string());
+  CRUCIBLE_ASSIGN_OR_RETURN(Header h, read_header(fd.get(), p, static_cast<std::uint64_t>(st.st_size)));
+  return ObjectInfo{std::string(key), h.size, mtime_ms(st), "", h.sha256};
+}
+
+Result<ListPage> LocalStore::do_list(std::string_view prefix, const std::optional<std::string>& token,
+                                     std::size_t max_keys) {
+  // Walk only the deepest directory the prefix names.
+  std::string_view dir_part = prefix.substr(0, prefix.rfind('/') == std::string_view::npos ? 0 : prefix.rfind('/'));
+  fs::path start = dir_part.empty() ? root_ : root_ / std::string(dir_part);
+  std::vector<std::string> keys;
+  std::error_code ec;
+  if (fs::is_directory(start, ec)) {
+    for (auto it = fs::recursive_directory_iterator(start, ec); !ec && it != fs::recursive_directory_iterator();
+         it.increment(ec)) {
+      std::string rel = fs::relative(it->path(), root_, ec).string();
+      if (rel == kTmpDir) {
+        it.disable_recursion_pending();
+        continue;
+      }
+      if (!it->is_regular_file(ec)) continue;
+      if (rel.compare(0, prefix.size(), prefix) != 0) continue;
+      if (token && rel <= *token) continue;
+      keys.push_back(std::move(rel));
+    }
+    if (ec) return unavailable("list {}: {}", start.string(), ec.message());
+  }
+  std::sort(keys.begin(), keys.end());
+  ListPage page;
+  for (const auto& k : keys) {
+    if (page.objects.size() == max_keys) {
+      page.next = page.objects.back().key;
+      break;
+    }
+    auto info = do_head(k);
+    if (info.status().code() == StatusCode::kNotFound) continue;  // removed meanwhile
+    if (!info.is_ok()) return info.status();
+    page.objects.push_back(std::move(*info));
+  }
+  return page;
+}
+
+Status LocalStore::do_remove(std::string_view key) {
+  CRUCIBLE_RETURN_IF_ERROR(reserved(key));
+  fs::path p = path_of(key);
+  if (unlink(p.c_str()) != 0 && errno != ENOENT) return errno_status("remove", p, errno);
+  return Status::ok();
+}
+
+}  // namespace crucible::storage
