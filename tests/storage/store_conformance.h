@@ -19,6 +19,8 @@ struct StoreFactory {
   std::function<std::shared_ptr<ObjectStore>()> make;
 };
 
+inline void PrintTo(const StoreFactory& f, std::ostream* os) { *os << f.name; }
+
 class StoreConformance : public ::testing::TestWithParam<StoreFactory> {
  protected:
   void SetUp() override {
