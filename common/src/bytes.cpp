@@ -1,5 +1,9 @@
 #include "crucible/common/bytes.h"
 
+#include <sys/mman.h>
+
+#include <cstdint>
+
 namespace crucible {
 namespace {
 
@@ -32,6 +36,19 @@ Result<Bytes> from_hex(std::string_view hex) {
     if (hi < 0 || lo < 0) return invalid_argument("non-hex character at position {}", 2 * i + (hi < 0 ? 0 : 1));
     out[i] = static_cast<std::uint8_t>(hi << 4 | lo);
   }
+  return out;
+}
+
+Bytes zeroed_buffer(std::size_t n) {
+  constexpr std::size_t kHuge = 2u << 20;
+  Bytes out;
+  out.reserve(n);  // allocated, not yet touched
+  if (n >= 2 * kHuge) {
+    auto p = reinterpret_cast<std::uintptr_t>(out.data());
+    std::uintptr_t aligned = (p + kHuge - 1) & ~(kHuge - 1);
+    (void)madvise(reinterpret_cast<void*>(aligned), n - (aligned - p), MADV_HUGEPAGE);  // a hint; fine if refused
+  }
+  out.resize(n);
   return out;
 }
 

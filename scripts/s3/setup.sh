@@ -34,7 +34,7 @@ pid file = $D/run/\$name.pid
 mon data = $D/mon/\$cluster-\$id
 osd data = $D/osd/\$cluster-\$id
 osd objectstore = memstore
-memstore device bytes = 1073741824
+memstore device bytes = ${CRUCIBLE_S3_MEMSTORE_BYTES:-1073741824}
 osd journal size = 0
 keyring = $D/keyring
 [client.rgw.a]

@@ -50,8 +50,9 @@ for try in 1 2 3; do
     echo "S3 ready on http://127.0.0.1:$PORT (TESTKEY/TESTSECRET) pids: mon=$(cat $D/mon.mypid) osd=$(cat $D/osd.mypid) rgw=$(cat $D/rgw.mypid)"
     exit 0
   fi
-  echo "S3 start attempt $try failed; logs in $D/log" >&2
-  tail -3 $D/log/osd.0.log 2>/dev/null >&2
+  rm -rf "$D.failed-$try"; cp -r "$D/log" "$D.failed-$try" 2>/dev/null
+  echo "S3 start attempt $try failed; logs kept in $D.failed-$try" >&2
+  grep -hE "ERR|error|fail" $D/log/*.log 2>/dev/null | tail -5 >&2
 done
 "$HERE/stop_s3.sh"
 exit 1

@@ -166,7 +166,7 @@ Result<Fetched> LocalStore::do_get(std::string_view key, std::uint64_t max_bytes
     return resource_exhausted("get {}: object of {} bytes exceeds the cap of {}", key, h.size, max_bytes);
   }
   Fetched f;
-  f.data.resize(h.size);
+  f.data = zeroed_buffer(h.size);
   CRUCIBLE_RETURN_IF_ERROR(read_exact(fd.get(), f.data.data(), h.size, kHeaderBytes, p));
   f.info = {std::string(key), h.size, mtime_ms(st), "", h.sha256};
   return f;
@@ -182,7 +182,7 @@ Result<Bytes> LocalStore::do_get_range(std::string_view key, std::uint64_t offse
   CRUCIBLE_ASSIGN_OR_RETURN(Header h, read_header(fd.get(), p, static_cast<std::uint64_t>(st.st_size)));
   if (offset > h.size) return out_of_range("get_range {}: offset {} is past the end ({} bytes)", key, offset, h.size);
   std::uint64_t n = std::min(length, h.size - offset);
-  Bytes out(n);
+  Bytes out = zeroed_buffer(n);
   CRUCIBLE_RETURN_IF_ERROR(read_exact(fd.get(), out.data(), n, kHeaderBytes + offset, p));
   return out;
 }

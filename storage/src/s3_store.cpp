@@ -455,7 +455,9 @@ Result<Fetched> S3Store::do_get(std::string_view key, std::uint64_t max_bytes) {
 
   // The rest in parallel ranges, each pinned to the first response's ETag.
   std::uint64_t done = f.data.size();
-  f.data.resize(total);
+  Bytes whole = zeroed_buffer(total);
+  std::copy(f.data.begin(), f.data.end(), whole.begin());
+  f.data = std::move(whole);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> ranges;
   for (std::uint64_t off = done; off < total; off += options_.part_size) {
     ranges.emplace_back(off, std::min<std::uint64_t>(options_.part_size, total - off));

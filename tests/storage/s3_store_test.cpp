@@ -2,6 +2,7 @@
 // started by the ctest fixture "s3" from scripts/s3/start_s3.sh). The
 // conformance suite runs here too.
 #include "crucible/storage/s3_store.h"
+#include "crucible/storage/store_url.h"
 
 #include <cstdlib>
 #include <random>
@@ -150,6 +151,14 @@ TEST(S3Options, BadOptionsAreRefused) {
   o.endpoint = "http://h";
   o.part_size = 1 << 20;
   EXPECT_EQ(S3Store::open(o).status().code(), StatusCode::kInvalidArgument);  // part below 5 MiB
+}
+
+TEST(S3Url, OpenStoreFromAUrlReachesTheServer) {
+  auto store = open_store("s3://crucible-test/" + unique_prefix() + "?endpoint=" + endpoint() + "&region=us-east-1",
+                          tester(), tester(), quick());
+  ASSERT_TRUE(store.is_ok()) << store.status();
+  ASSERT_TRUE((*store)->put("via/url", Bytes{9}).is_ok());
+  EXPECT_EQ((*store)->get("via/url", 10).value().data, Bytes{9});
 }
 
 TEST(HttpDates, Parse) {

@@ -28,6 +28,7 @@ config::Schema make_schema(Role role, NodeConfig& config) {
   log::bind_options(schema, config.log);
   bind_options(schema, config.protocol);
   chain::bind_options(schema, config.chain);
+  storage::bind_options(schema, config.storage);
   (void)role;  // the miner and validator sections join here as those nodes are built
   return schema;
 }
@@ -56,7 +57,18 @@ Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeCo
   // Shortcut flags are --set under another name, applied last.
   if (!flags.log_level.empty()) inputs.flags.push_back({"log.level", flags.log_level, "--log-level"});
   if (!flags.log_format.empty()) inputs.flags.push_back({"log.format", flags.log_format, "--log-format"});
-  return config::load(schema, inputs, origins);
+  CRUCIBLE_RETURN_IF_ERROR(config::load(schema, inputs, origins));
+  for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry(*e);
+    auto take = [&](std::string_view name, std::string& field) {
+      if (field.empty() && entry.starts_with(name) && entry.size() > name.size() && entry[name.size()] == '=') {
+        field = std::string(entry.substr(name.size() + 1));
+      }
+    };
+    take("AWS_ACCESS_KEY_ID", config.storage.write_access_key_id);
+    take("AWS_SECRET_ACCESS_KEY", config.storage.write_secret_access_key);
+  }
+  return Status::ok();
 }
 
 void start_logging(const NodeConfig& config) {

@@ -36,6 +36,11 @@ inline ByteSpan as_bytes(std::string_view s) {
   return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
 }
 
+// A zero-filled buffer of n bytes. Large ones ask the kernel for huge pages
+// first: faulting in 4 KiB pages of a fresh 256 MiB buffer costs ~0.8 s on
+// these VMs, huge pages ~0.03 s (docs/benchmarks.md).
+Bytes zeroed_buffer(std::size_t n);
+
 // Big-endian bytes of `v` without leading zeros (0 -> empty).
 Bytes be_minimal(std::uint64_t v);
 

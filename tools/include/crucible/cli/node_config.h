@@ -12,6 +12,7 @@
 #include "crucible/common/config.h"
 #include "crucible/common/log.h"
 #include "crucible/common/protocol_options.h"
+#include "crucible/storage/storage_options.h"
 
 namespace crucible::cli {
 
@@ -22,6 +23,7 @@ struct NodeConfig {
   log::LogOptions log;
   ProtocolOptions protocol;
   chain::ChainOptions chain;
+  storage::StorageOptions storage;
 };
 
 // Binds every section that `role` reads; kAny binds the union (for `config check`).
@@ -37,7 +39,8 @@ struct CommonFlags {
 void add_common_flags(CLI::App& app, CommonFlags& flags);
 
 // Loads config for `role` from flags, the CRUCIBLE_* variables of `envp` and
-// the file named by --config, in that precedence.
+// the file named by --config, in that precedence. Storage credentials left
+// empty by all of those fall back to AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeConfig& config,
                         config::Origins* origins = nullptr);
 
