@@ -1,0 +1,71 @@
+#include <algorithm>
+#include <cmath>
+#include <thread>
+#include <vector>
+
+#include "crucible/kernels/codec.h"
+
+namespace crucible::kernels {
+
+Status select_topk(std::span<const float> x, const BlockLayout& l, std::span<std::uint16_t> indices,
+                   std::span<float> values, int threads) {
+  if (static_cast<std::int64_t>(x.size()) != l.rows * l.cols) {
+    return invalid_argument("topk: {} values for a {}x{} tensor", x.size(), l.rows, l.cols);
+  }
+  if (static_cast<std::int64_t>(indices.size()) != l.kept() || indices.size() != values.size()) {
+    return invalid_argument("topk: output holds {} entries, the layout keeps {}", indices.size(), l.kept());
+  }
+  if (l.block_elems() > 4096) return invalid_argument("topk: blocks of {} exceed 4096", l.block_elems());
+  const std::int64_t nb = l.num_blocks();
+  int n_threads = threads > 0 ? threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  n_threads = static_cast<int>(std::min<std::int64_t>(n_threads, std::max<std::int64_t>(1, nb / 64)));
+
+  auto work = [&](std::int64_t first, std::int64_t last) {
+    std::vector<std::uint16_t> order(static_cast<std::size_t>(l.block_elems()));
+    std::vector<float> mag(order.size());
+    for (std::int64_t b = first; b < last; ++b) {
+      for (std::int64_t j = 0; j < l.block_elems(); ++j) {
+        mag[static_cast<std::size_t>(j)] = std::fabs(x[static_cast<std::size_t>(element_of(l, b, j))]);
+        order[static_cast<std::size_t>(j)] = static_cast<std::uint16_t>(j);
+      }
+      // Largest |x| first; equal magnitudes by lower index (a total order: deterministic).
+      auto bigger = [&](std::uint16_t a, std::uint16_t c) { return mag[a] > mag[c] || (mag[a] == mag[c] && a < c); };
+      std::nth_element(order.begin(), order.begin() + l.k - 1, order.end(), bigger);
+      std::sort(order.begin(), order.begin() + l.k);
+      for (int i = 0; i < l.k; ++i) {
+        std::size_t out = static_cast<std::size_t>(b * l.k + i);
+        indices[out] = order[static_cast<std::size_t>(i)];
+        values[out] = x[static_cast<std::size_t>(element_of(l, b, order[static_cast<std::size_t>(i)]))];
+      }
+    }
+  };
+  if (n_threads <= 1) {
+    work(0, nb);
+    return Status::ok();
+  }
+  std::vector<std::thread> pool;
+  for (int t = 0; t < n_threads; ++t) pool.emplace_back(work, nb * t / n_threads, nb * (t + 1) / n_threads);
+  for (auto& th : pool) th.join();
+  return Status::ok();
+}
+
+Status decode_dense(const BlockLayout& l, std::span<const std::uint16_t> indices, std::span<const float> values,
+                    std::span<float> out) {
+  if (static_cast<std::int64_t>(out.size()) != l.rows * l.cols) return invalid_argument("decode: wrong output size");
+  if (static_cast<std::int64_t>(indices.size()) != l.kept() || values.size() != indices.size()) {
+    return data_loss("decode: {} entries, the layout keeps {}", indices.size(), l.kept());
+  }
+  std::fill(out.begin(), out.end(), 0.0f);
+  for (std::int64_t b = 0; b < l.num_blocks(); ++b) {
+    for (int i = 0; i < l.k; ++i) {
+      std::size_t at = static_cast<std::size_t>(b * l.k + i);
+      if (indices[at] >= l.block_elems()) {
+        return data_loss("decode: index {} outside a block of {}", indices[at], l.block_elems());
+      }
+      out[static_cast<std::size_t>(element_of(l, b, indices[at]))] = values[at];
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace crucible::kernels
