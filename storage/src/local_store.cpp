@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -43,6 +44,8 @@ class Fd {
   }
   Fd(const Fd&) = delete;
   Fd& operator=(const Fd&) = delete;
+  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+  Fd& operator=(Fd&&) = delete;
   int get() const { return fd_; }
   bool ok() const { return fd_ >= 0; }
 
@@ -102,6 +105,24 @@ std::int64_t mtime_ms(const struct stat& st) {
   return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1000 + st.st_mtim.tv_nsec / 1'000'000;
 }
 
+// An object file opened for reading, its header checked.
+struct OpenObject {
+  Fd fd;
+  fs::path path;
+  Header header;
+  std::int64_t mtime_ms = 0;
+};
+
+Result<OpenObject> open_object(const fs::path& p, std::string_view op) {
+  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok()) return errno_status(op, p, errno);
+  struct stat st {};
+  if (fstat(fd.get(), &st) != 0) return errno_status(op, p, errno);
+  if (!S_ISREG(st.st_mode)) return not_found("{}: {} is a prefix, not an object", op, p.string());
+  CRUCIBLE_ASSIGN_OR_RETURN(Header h, read_header(fd.get(), p, static_cast<std::uint64_t>(st.st_size)));
+  return OpenObject{std::move(fd), p, h, mtime_ms(st)};
+}
+
 Status reserved(std::string_view key) {
   if (key == kTmpDir || key.starts_with(std::string(kTmpDir) + "/")) {
     return invalid_argument("object key '{}' is under the store's reserved {}/", key, kTmpDir);
@@ -155,48 +176,33 @@ Status LocalStore::do_put(std::string_view key, ByteSpan data, const Sha256& sha
 
 Result<Fetched> LocalStore::do_get(std::string_view key, std::uint64_t max_bytes) {
   CRUCIBLE_RETURN_IF_ERROR(reserved(key));
-  fs::path p = path_of(key);
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.ok()) return errno_status("get", p, errno);
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) return errno_status("get", p, errno);
-  if (!S_ISREG(st.st_mode)) return not_found("get: {} is a prefix, not an object", p.string());
-  CRUCIBLE_ASSIGN_OR_RETURN(Header h, read_header(fd.get(), p, static_cast<std::uint64_t>(st.st_size)));
-  if (h.size > max_bytes) {
-    return resource_exhausted("get {}: object of {} bytes exceeds the cap of {}", key, h.size, max_bytes);
+  CRUCIBLE_ASSIGN_OR_RETURN(OpenObject o, open_object(path_of(key), "get"));
+  if (o.header.size > max_bytes) {
+    return resource_exhausted("get {}: object of {} bytes exceeds the cap of {}", key, o.header.size, max_bytes);
   }
   Fetched f;
-  f.data = zeroed_buffer(h.size);
-  CRUCIBLE_RETURN_IF_ERROR(read_exact(fd.get(), f.data.data(), h.size, kHeaderBytes, p));
-  f.info = {std::string(key), h.size, mtime_ms(st), "", h.sha256};
+  f.data = zeroed_buffer(o.header.size);
+  CRUCIBLE_RETURN_IF_ERROR(read_exact(o.fd.get(), f.data.data(), o.header.size, kHeaderBytes, o.path));
+  f.info = {std::string(key), o.header.size, o.mtime_ms, "", o.header.sha256};
   return f;
 }
 
 Result<Bytes> LocalStore::do_get_range(std::string_view key, std::uint64_t offset, std::uint64_t length) {
   CRUCIBLE_RETURN_IF_ERROR(reserved(key));
-  fs::path p = path_of(key);
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.ok()) return errno_status("get_range", p, errno);
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) return errno_status("get_range", p, errno);
-  CRUCIBLE_ASSIGN_OR_RETURN(Header h, read_header(fd.get(), p, static_cast<std::uint64_t>(st.st_size)));
-  if (offset > h.size) return out_of_range("get_range {}: offset {} is past the end ({} bytes)", key, offset, h.size);
-  std::uint64_t n = std::min(length, h.size - offset);
+  CRUCIBLE_ASSIGN_OR_RETURN(OpenObject o, open_object(path_of(key), "get_range"));
+  if (offset > o.header.size) {
+    return out_of_range("get_range {}: offset {} is past the end ({} bytes)", key, offset, o.header.size);
+  }
+  std::uint64_t n = std::min(length, o.header.size - offset);
   Bytes out = zeroed_buffer(n);
-  CRUCIBLE_RETURN_IF_ERROR(read_exact(fd.get(), out.data(), n, kHeaderBytes + offset, p));
+  CRUCIBLE_RETURN_IF_ERROR(read_exact(o.fd.get(), out.data(), n, kHeaderBytes + offset, o.path));
   return out;
 }
 
 Result<ObjectInfo> LocalStore::do_head(std::string_view key) {
   CRUCIBLE_RETURN_IF_ERROR(reserved(key));
-  fs::path p = path_of(key);
-  Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.ok()) return errno_status("head", p, errno);
-  struct stat st {};
-  if (fstat(fd.get(), &st) != 0) return errno_status("head", p, errno);
-  if (!S_ISREG(st.st_mode)) return not_found("head: {} is a prefix, not an object", p.string());
-  CRUCIBLE_ASSIGN_OR_RETURN(Header h, read_header(fd.get(), p, static_cast<std::uint64_t>(st.st_size)));
-  return ObjectInfo{std::string(key), h.size, mtime_ms(st), "", h.sha256};
+  CRUCIBLE_ASSIGN_OR_RETURN(OpenObject o, open_object(path_of(key), "head"));
+  return ObjectInfo{std::string(key), o.header.size, o.mtime_ms, "", o.header.sha256};
 }
 
 Result<ListPage> LocalStore::do_list(std::string_view prefix, const std::optional<std::string>& token,

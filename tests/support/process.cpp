@@ -15,6 +15,25 @@ extern char** environ;
 
 namespace crucible::testing {
 
+namespace {
+
+// In a forked child: no controlling terminal (a child that would prompt
+// fails instead of waiting), stdin from /dev/null, the extra environment,
+// then exec. Never returns.
+[[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  setsid();
+  int devnull = open("/dev/null", O_RDONLY);
+  dup2(devnull, STDIN_FILENO);
+  for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  execv(args[0], args.data());
+  _exit(127);
+}
+
+}  // namespace
+
 std::string bin(const std::string& name) { return std::string(CRUCIBLE_BIN_DIR) + "/" + name; }
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
@@ -23,19 +42,11 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
-    setsid();  // no controlling terminal: a child that would prompt fails instead of waiting
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
-    int devnull = open("/dev/null", O_RDONLY);
-    dup2(devnull, STDIN_FILENO);
     close(out_pipe[0]);
     close(err_pipe[0]);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+    exec_child(argv, env);
   }
   close(out_pipe[1]);
   close(err_pipe[1]);
@@ -74,15 +85,9 @@ Child::Child(const std::vector<std::string>& argv, const std::map<std::string, s
   pid_ = fork();
   if (pid_ < 0) throw std::runtime_error("fork failed");
   if (pid_ == 0) {
-    setsid();
     dup2(out_pipe[1], STDOUT_FILENO);
     close(out_pipe[0]);
-    for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
+    exec_child(argv, env);
   }
   close(out_pipe[1]);
   out_fd_ = out_pipe[0];
