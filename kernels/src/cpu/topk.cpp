@@ -21,12 +21,19 @@ Status select_topk(std::span<const float> x, const BlockLayout& l, std::span<std
   n_threads = static_cast<int>(std::min<std::int64_t>(n_threads, std::max<std::int64_t>(1, nb / 64)));
 
   auto work = [&](std::int64_t first, std::int64_t last) {
-    std::vector<std::uint16_t> order(static_cast<std::size_t>(l.block_elems()));
-    std::vector<float> mag(order.size());
+    const auto elems = static_cast<std::size_t>(l.block_elems());
+    std::vector<std::uint16_t> order(elems);
+    std::vector<float> block(elems), mag(elems);
     for (std::int64_t b = first; b < last; ++b) {
-      for (std::int64_t j = 0; j < l.block_elems(); ++j) {
-        mag[static_cast<std::size_t>(j)] = std::fabs(x[static_cast<std::size_t>(element_of(l, b, j))]);
-        order[static_cast<std::size_t>(j)] = static_cast<std::uint16_t>(j);
+      // Gather the block row by row (contiguous copies), then rank it.
+      const std::int64_t r0 = (b / l.blocks_across()) * l.block_rows, c0 = (b % l.blocks_across()) * l.block_cols;
+      for (std::int64_t r = 0; r < l.block_rows; ++r) {
+        const float* src = x.data() + (r0 + r) * l.cols + c0;
+        std::copy(src, src + l.block_cols, block.begin() + r * l.block_cols);
+      }
+      for (std::size_t j = 0; j < elems; ++j) {
+        mag[j] = std::fabs(block[j]);
+        order[j] = static_cast<std::uint16_t>(j);
       }
       // Largest |x| first; equal magnitudes by lower index (a total order: deterministic).
       auto bigger = [&](std::uint16_t a, std::uint16_t c) { return mag[a] > mag[c] || (mag[a] == mag[c] && a < c); };
@@ -35,7 +42,7 @@ Status select_topk(std::span<const float> x, const BlockLayout& l, std::span<std
       for (int i = 0; i < l.k; ++i) {
         std::size_t out = static_cast<std::size_t>(b * l.k + i);
         indices[out] = order[static_cast<std::size_t>(i)];
-        values[out] = x[static_cast<std::size_t>(element_of(l, b, order[static_cast<std::size_t>(i)]))];
+        values[out] = block[order[static_cast<std::size_t>(i)]];
       }
     }
   };
