@@ -49,6 +49,20 @@ std::string trim(std::string_view s) {
   return out;
 }
 
+// Lower-cased, trimmed, sorted headers to sign, host first among equals.
+std::vector<std::pair<std::string, std::string>> canonical_headers(const SigV4Request& r) {
+  std::vector<std::pair<std::string, std::string>> h = {{"host", r.host}};
+  for (const auto& [k, v] : r.headers) h.emplace_back(lower(k), trim(v));
+  std::sort(h.begin(), h.end());
+  return h;
+}
+
+std::string signed_header_names(const std::vector<std::pair<std::string, std::string>>& headers) {
+  std::string names;
+  for (const auto& [k, v] : headers) names += (names.empty() ? "" : ";") + k;
+  return names;
+}
+
 }  // namespace
 
 std::string uri_encode(std::string_view s, bool keep_slash) {
@@ -86,15 +100,10 @@ std::string sigv4_canonical_request(const SigV4Request& r) {
   std::string query;
   for (const auto& [k, v] : q) query += (query.empty() ? "" : "&") + k + "=" + v;
 
-  std::vector<std::pair<std::string, std::string>> h = {{"host", r.host}};
-  for (const auto& [k, v] : r.headers) h.emplace_back(lower(k), trim(v));
-  std::sort(h.begin(), h.end());
-  std::string headers, signed_headers;
-  for (const auto& [k, v] : h) {
-    headers += k + ":" + v + "\n";
-    signed_headers += (signed_headers.empty() ? "" : ";") + k;
-  }
-  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.method, uri_encode(r.path, true), query, headers, signed_headers,
+  auto h = canonical_headers(r);
+  std::string headers;
+  for (const auto& [k, v] : h) headers += k + ":" + v + "\n";
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.method, uri_encode(r.path, true), query, headers, signed_header_names(h),
                      r.payload_sha256);
 }
 
@@ -113,14 +122,8 @@ std::string sigv4_authorization(const SigV4Request& r, const S3Credentials& c, s
   Mac signature = hmac(k_signing, to_sign);
   Secret wipe(std::move(k0));
 
-  std::string signed_headers = "host";
-  std::vector<std::string> names = {"host"};
-  for (const auto& [k, v] : r.headers) names.push_back(lower(k));
-  std::sort(names.begin(), names.end());
-  signed_headers.clear();
-  for (const auto& n : names) signed_headers += (signed_headers.empty() ? "" : ";") + n;
   return fmt::format("AWS4-HMAC-SHA256 Credential={}/{}, SignedHeaders={}, Signature={}", c.access_key_id, scope,
-                     signed_headers, to_hex(signature, false));
+                     signed_header_names(canonical_headers(r)), to_hex(signature, false));
 }
 
 }  // namespace crucible::storage
