@@ -163,6 +163,18 @@ Result<std::uint64_t> total_from_content_range(const std::string& cr) {
   return parse_u64(std::string_view(cr).substr(slash + 1), "Content-Range total");
 }
 
+// Runs job(i) for i in [0, count) on up to `parallelism` threads.
+template <typename Job>
+void parallel_for(std::size_t count, int parallelism, Job job) {
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < count; i = next++) job(i);
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < std::min<int>(parallelism, static_cast<int>(count)); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+}
+
 }  // namespace
 
 Result<std::int64_t> parse_http_date(std::string_view text) {
@@ -365,25 +377,19 @@ Status S3Store::put_multipart(const std::string& path, ByteSpan data, const Sha2
   std::size_t parts = (data.size() + options_.part_size - 1) / options_.part_size;
   std::vector<std::string> etags(parts);
   std::vector<Status> results(parts);
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next++; i < parts; i = next++) {
-      std::uint64_t off = i * options_.part_size;
-      Request part;
-      part.method = "PUT";
-      part.path = path;
-      part.query = {{"partNumber", std::to_string(i + 1)}, {"uploadId", upload_id}};
-      part.body = data.subspan(off, std::min<std::uint64_t>(options_.part_size, data.size() - off));
-      part.write = true;
-      part.max_body = kMaxErrorBody;
-      auto resp = send(part);
-      results[i] = resp.is_ok() ? status_of(*resp, fmt::format("s3 upload part {} of {}", i + 1, path)) : resp.status();
-      if (resp.is_ok()) etags[i] = header(*resp, "etag");
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::min<int>(options_.parallelism, static_cast<int>(parts)); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  parallel_for(parts, options_.parallelism, [&](std::size_t i) {
+    std::uint64_t off = i * options_.part_size;
+    Request part;
+    part.method = "PUT";
+    part.path = path;
+    part.query = {{"partNumber", std::to_string(i + 1)}, {"uploadId", upload_id}};
+    part.body = data.subspan(off, std::min<std::uint64_t>(options_.part_size, data.size() - off));
+    part.write = true;
+    part.max_body = kMaxErrorBody;
+    auto resp = send(part);
+    results[i] = resp.is_ok() ? status_of(*resp, fmt::format("s3 upload part {} of {}", i + 1, path)) : resp.status();
+    if (resp.is_ok()) etags[i] = header(*resp, "etag");
+  });
 
   Status failed;
   for (const auto& s : results) {
@@ -463,26 +469,20 @@ Result<Fetched> S3Store::do_get(std::string_view key, std::uint64_t max_bytes) {
     ranges.emplace_back(off, std::min<std::uint64_t>(options_.part_size, total - off));
   }
   std::vector<Status> results(ranges.size());
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i = next++; i < ranges.size(); i = next++) {
-      auto [off, len] = ranges[i];
-      Request part;
-      part.method = "GET";
-      part.path = path;
-      part.headers = {{"range", fmt::format("bytes={}-{}", off, off + len - 1)}};
-      if (!f.info.etag.empty()) part.headers.emplace_back("if-match", f.info.etag);
-      part.max_body = len;
-      auto resp = send(part);
-      Status st = resp.is_ok() ? status_of(*resp, "s3 get range of " + std::string(key)) : resp.status();
-      if (st.is_ok() && resp->body.size() != len) st = data_loss("s3 get {}: short range at {}", key, off);
-      if (st.is_ok()) std::copy(resp->body.begin(), resp->body.end(), f.data.begin() + static_cast<std::ptrdiff_t>(off));
-      results[i] = st;
-    }
-  };
-  std::vector<std::thread> threads;
-  for (int t = 0; t < std::min<int>(options_.parallelism, static_cast<int>(ranges.size())); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  parallel_for(ranges.size(), options_.parallelism, [&](std::size_t i) {
+    auto [off, len] = ranges[i];
+    Request part;
+    part.method = "GET";
+    part.path = path;
+    part.headers = {{"range", fmt::format("bytes={}-{}", off, off + len - 1)}};
+    if (!f.info.etag.empty()) part.headers.emplace_back("if-match", f.info.etag);
+    part.max_body = len;
+    auto resp = send(part);
+    Status st = resp.is_ok() ? status_of(*resp, "s3 get range of " + std::string(key)) : resp.status();
+    if (st.is_ok() && resp->body.size() != len) st = data_loss("s3 get {}: short range at {}", key, off);
+    if (st.is_ok()) std::copy(resp->body.begin(), resp->body.end(), f.data.begin() + static_cast<std::ptrdiff_t>(off));
+    results[i] = st;
+  });
   for (const auto& s : results) CRUCIBLE_RETURN_IF_ERROR(s);
   return f;
 }
