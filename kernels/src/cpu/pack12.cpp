@@ -2,7 +2,7 @@
 
 namespace crucible::kernels {
 
-Status pack_indices12(std::span<const std::uint16_t> indices, std::span<std::uint8_t> out) {
+Status check_pack12_args(std::span<const std::uint16_t> indices, std::span<const std::uint8_t> out) {
   if (out.size() != packed12_size(indices.size())) {
     return invalid_argument("pack12: output holds {} bytes, {} indices need {}", out.size(), indices.size(),
                             packed12_size(indices.size()));
@@ -10,6 +10,11 @@ Status pack_indices12(std::span<const std::uint16_t> indices, std::span<std::uin
   for (std::size_t i = 0; i < indices.size(); ++i) {
     if (indices[i] > kMaxIndex12) return invalid_argument("pack12: index {} at position {} exceeds 4095", indices[i], i);
   }
+  return Status::ok();
+}
+
+Status pack_indices12(std::span<const std::uint16_t> indices, std::span<std::uint8_t> out) {
+  CRUCIBLE_RETURN_IF_ERROR(check_pack12_args(indices, out));
   for (std::size_t pair = 0; pair < (indices.size() + 1) / 2; ++pair) {
     std::uint16_t a = indices[2 * pair];
     std::uint16_t b = 2 * pair + 1 < indices.size() ? indices[2 * pair + 1] : 0;

@@ -44,15 +44,7 @@ int device_count() noexcept {
 
 Status pack_indices12(std::span<const std::uint16_t> indices, std::span<std::uint8_t> out) {
   if (device_count() == 0) return unavailable("pack12 (cuda): no CUDA device");
-  if (out.size() != packed12_size(indices.size())) {
-    return invalid_argument("pack12: output holds {} bytes, {} indices need {}", out.size(), indices.size(),
-                            packed12_size(indices.size()));
-  }
-  for (std::size_t i = 0; i < indices.size(); ++i) {
-    if (indices[i] > kMaxIndex12) {
-      return invalid_argument("pack12: index {} at position {} exceeds 4095", indices[i], i);
-    }
-  }
+  CRUCIBLE_RETURN_IF_ERROR(check_pack12_args(indices, out));
   if (indices.empty()) return Status::ok();
   DeviceBuffer d_in, d_out;
   CRUCIBLE_RETURN_IF_ERROR(d_in.allocate(indices.size_bytes()));

@@ -17,7 +17,10 @@ inline constexpr std::uint16_t kMaxIndex12 = 4095;
 
 constexpr std::size_t packed12_size(std::size_t count) noexcept { return (count + 1) / 2 * 3; }
 
+// The checks every pack12 implementation (CPU, CUDA) makes before packing:
 // out.size() must be packed12_size(indices.size()); an index above 4095 is invalid_argument.
+Status check_pack12_args(std::span<const std::uint16_t> indices, std::span<const std::uint8_t> out);
+
 Status pack_indices12(std::span<const std::uint16_t> indices, std::span<std::uint8_t> out);
 
 // out.size() is the number of indices expected; `bytes` must be exactly
