@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "crucible/common/file_io.h"
+
 namespace crucible::storage {
 namespace {
 
@@ -21,64 +23,16 @@ namespace fs = std::filesystem;
 constexpr char kMagic[8] = {'C', 'R', 'U', 'C', 'O', 'B', 'J', '1'};
 constexpr const char* kTmpDir = ".crucible-tmp";
 
+using files::Fd;
+using files::read_exact;
+using files::write_all;
+
+// files::errno_status, plus what ENOTDIR/EISDIR mean inside a store.
 Status errno_status(std::string_view what, const fs::path& p, int err) {
-  switch (err) {
-    case ENOENT: return not_found("{}: {} does not exist", what, p.string());
-    case ENOSPC:
-    case EDQUOT: return resource_exhausted("{}: {}: disk full", what, p.string());
-    case EACCES:
-    case EPERM: return permission_denied("{}: {}: {}", what, p.string(), std::strerror(err));
-    case ENOTDIR:
-    case EISDIR: return failed_precondition("{}: {}: a key cannot be both an object and a prefix of others", what,
-                                            p.string());
-    default: return unavailable("{}: {}: {}", what, p.string(), std::strerror(err));
+  if (err == ENOTDIR || err == EISDIR) {
+    return failed_precondition("{}: {}: a key cannot be both an object and a prefix of others", what, p.string());
   }
-}
-
-// An open file descriptor, closed on every path.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  ~Fd() {
-    if (fd_ >= 0) close(fd_);
-  }
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  Fd(Fd&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
-  Fd& operator=(Fd&&) = delete;
-  int get() const { return fd_; }
-  bool ok() const { return fd_ >= 0; }
-
- private:
-  int fd_;
-};
-
-Status write_all(int fd, const std::uint8_t* data, std::size_t n, const fs::path& p) {
-  while (n > 0) {
-    ssize_t w = write(fd, data, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("write", p, errno);
-    }
-    data += w;
-    n -= static_cast<std::size_t>(w);
-  }
-  return Status::ok();
-}
-
-Status read_exact(int fd, std::uint8_t* out, std::size_t n, std::uint64_t offset, const fs::path& p) {
-  while (n > 0) {
-    ssize_t r = pread(fd, out, n, static_cast<off_t>(offset));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return errno_status("read", p, errno);
-    }
-    if (r == 0) return data_loss("read: {} is shorter than its header says", p.string());
-    out += r;
-    n -= static_cast<std::size_t>(r);
-    offset += static_cast<std::uint64_t>(r);
-  }
-  return Status::ok();
+  return files::errno_status(what, p, err);
 }
 
 struct Header {
@@ -115,7 +69,7 @@ struct OpenObject {
 
 Result<OpenObject> open_object(const fs::path& p, std::string_view op) {
   Fd fd(::open(p.c_str(), O_RDONLY | O_CLOEXEC));
-  if (!fd.ok()) return errno_status(op, p, errno);
+  if (!fd.is_open()) return errno_status(op, p, errno);
   struct stat st {};
   if (fstat(fd.get(), &st) != 0) return errno_status(op, p, errno);
   if (!S_ISREG(st.st_mode)) return not_found("{}: {} is a prefix, not an object", op, p.string());
@@ -155,7 +109,7 @@ Status LocalStore::do_put(std::string_view key, ByteSpan data, const Sha256& sha
   if (ec) return errno_status("put", final_path.parent_path(), ec.value());
   fs::path tmp = root_ / kTmpDir / temp_name();
   Fd fd(::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644));
-  if (!fd.ok()) return errno_status("put", tmp, errno);
+  if (!fd.is_open()) return errno_status("put", tmp, errno);
   std::uint8_t header[kHeaderBytes] = {};
   std::memcpy(header, kMagic, sizeof kMagic);
   for (int i = 0; i < 8; ++i) header[8 + i] = static_cast<std::uint8_t>(data.size() >> (8 * i));
@@ -168,9 +122,7 @@ Status LocalStore::do_put(std::string_view key, ByteSpan data, const Sha256& sha
     unlink(tmp.c_str());
     return st;
   }
-  // Make the rename itself durable.
-  Fd dir(::open(final_path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir.ok()) (void)fsync(dir.get());
+  files::sync_directory(final_path.parent_path());  // make the rename itself durable
   return Status::ok();
 }
 
