@@ -1,0 +1,101 @@
+// Token shards (protocol.md §2): each split is a list of shard files of
+// little-endian uint16 or uint32 tokens, an end-of-text token after each
+// document, described by dataset.json (dtype, vocabulary size, the
+// tokenizer's SHA-256, per shard its token count and SHA-256). Sample i of
+// a split is tokens [L*i, L*(i+1)) across shard boundaries, L = seq_len.
+// A sample's id is XXH64 (seed 0) of its tokens as stored; the sample
+// digest a miner puts in its packet is SHA-256 of the sorted ids as
+// uint64 little-endian.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "crucible/common/status.h"
+
+namespace crucible::data {
+
+enum class TokenType : std::uint8_t { kU16, kU32 };
+inline std::size_t token_bytes(TokenType t) { return t == TokenType::kU16 ? 2 : 4; }
+
+struct ShardInfo {
+  std::string file;  // relative to the dataset folder
+  std::uint64_t tokens = 0;
+  std::string sha256;  // hex
+};
+
+struct SplitInfo {
+  std::vector<ShardInfo> shards;
+  std::uint64_t tokens = 0;
+  std::uint64_t documents = 0;
+};
+
+struct DatasetInfo {
+  TokenType dtype = TokenType::kU16;
+  std::uint32_t vocab_size = 0;
+  std::uint32_t eos_id = 0;
+  std::string tokenizer_sha256;
+  std::string source;  // what it was built from, for people
+  std::map<std::string, SplitInfo> splits;  // "train", "val"
+};
+
+inline constexpr const char* kManifestName = "dataset.json";
+
+// Appends documents of one split to shard files <split>-00000.tokens, ...
+class ShardWriter {
+ public:
+  ShardWriter(std::filesystem::path dir, std::string split, TokenType dtype, std::uint32_t eos_id,
+              std::uint64_t max_shard_tokens = 256ull << 20);
+  ~ShardWriter();
+  ShardWriter(const ShardWriter&) = delete;
+  ShardWriter& operator=(const ShardWriter&) = delete;
+  // The document's tokens, then the end-of-text token. A token that does not
+  // fit the dtype is invalid_argument.
+  Status add_document(std::span<const std::uint32_t> tokens);
+  Result<SplitInfo> finish();
+
+ private:
+  Status open_next();
+  Status close_current();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+Status write_manifest(const std::filesystem::path& dir, const DatasetInfo& info);
+Result<DatasetInfo> read_manifest(const std::filesystem::path& dir);
+
+// One split, memory-mapped read-only.
+class Dataset {
+ public:
+  // Checks each shard's size against the manifest (and, with verify, its SHA-256).
+  static Result<Dataset> open(const std::filesystem::path& dir, const std::string& split = "train",
+                              bool verify = false);
+  Dataset(Dataset&&) noexcept;
+  Dataset& operator=(Dataset&&) noexcept;
+  ~Dataset();
+
+  const DatasetInfo& info() const;
+  std::uint64_t num_tokens() const;
+  std::uint64_t num_samples(std::uint64_t seq_len) const { return seq_len == 0 ? 0 : num_tokens() / seq_len; }
+  // Tokens of sample i into out (out.size() = seq_len); out_of_range past the
+  // end, data_loss for a token at or above the vocabulary size.
+  Status sample(std::uint64_t i, std::span<std::int64_t> out) const;
+  std::uint64_t sample_id(std::uint64_t i, std::uint64_t seq_len) const;
+
+ private:
+  Dataset();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// SHA-256 of the sorted ids, each as uint64 little-endian.
+std::array<std::uint8_t, 32> sample_digest(std::vector<std::uint64_t> ids);
+std::string sha256_hex_of_file_bytes(std::span<const std::uint8_t> bytes);
+
+}  // namespace crucible::data

@@ -1,0 +1,103 @@
+#include "crucible/common/dataset.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "support/temp_dir.h"
+
+namespace crucible::data {
+namespace {
+
+// Two splits; the train split spans three shards of at most 5 tokens.
+DatasetInfo build(const std::filesystem::path& dir, TokenType dtype) {
+  DatasetInfo info;
+  info.dtype = dtype;
+  info.vocab_size = 100;
+  info.eos_id = 99;
+  ShardWriter train(dir, "train", dtype, 99, 5);
+  EXPECT_TRUE(train.add_document(std::vector<std::uint32_t>{1, 2, 3}).is_ok());
+  EXPECT_TRUE(train.add_document(std::vector<std::uint32_t>{4, 5, 6, 7, 8, 9}).is_ok());
+  info.splits["train"] = train.finish().value();
+  ShardWriter val(dir, "val", dtype, 99);
+  EXPECT_TRUE(val.add_document(std::vector<std::uint32_t>{10, 11}).is_ok());
+  info.splits["val"] = val.finish().value();
+  EXPECT_TRUE(write_manifest(dir, info).is_ok());
+  return info;
+}
+
+TEST(Dataset, WritesShardsAndReadsSamplesAcrossThem) {
+  for (TokenType dtype : {TokenType::kU16, TokenType::kU32}) {
+    testing::TempDir dir;
+    DatasetInfo info = build(dir.path(), dtype);
+    EXPECT_EQ(info.splits["train"].tokens, 11u);  // 3 + 1 + 6 + 1
+    EXPECT_EQ(info.splits["train"].shards.size(), 3u);
+    EXPECT_EQ(info.splits["train"].documents, 2u);
+    auto d = Dataset::open(dir.path(), "train", /*verify=*/true);
+    ASSERT_TRUE(d.is_ok()) << d.status();
+    EXPECT_EQ(d->num_tokens(), 11u);
+    EXPECT_EQ(d->num_samples(4), 2u);
+    std::vector<std::int64_t> s(4);
+    ASSERT_TRUE(d->sample(1, s).is_ok());  // tokens 4..7 (4 is in the first shard, 5.. in the second)
+    EXPECT_EQ(s, (std::vector<std::int64_t>{4, 5, 6, 7}));
+    ASSERT_TRUE(d->sample(0, s).is_ok());
+    EXPECT_EQ(s, (std::vector<std::int64_t>{1, 2, 3, 99}));
+    EXPECT_EQ(d->sample(2, s).code(), StatusCode::kOutOfRange);
+    EXPECT_NE(d->sample_id(0, 4), d->sample_id(1, 4));
+    auto val = Dataset::open(dir.path(), "val");
+    ASSERT_TRUE(val.is_ok());
+    EXPECT_EQ(val->num_tokens(), 3u);
+    EXPECT_EQ(Dataset::open(dir.path(), "test").status().code(), StatusCode::kNotFound);
+  }
+}
+
+TEST(Dataset, SampleIdsAreXxh64OfTheStoredBytes) {
+  testing::TempDir dir;
+  build(dir.path(), TokenType::kU16);
+  auto d = Dataset::open(dir.path());
+  // XXH64(seed 0) of 01 00 02 00 03 00 63 00 (tokens 1, 2, 3, 99 as uint16 LE),
+  // computed with the xxhsum tool: docs/protocol.md §2.
+  EXPECT_EQ(d->sample_id(0, 4), 0xc47cd661ab6d46afull);
+}
+
+TEST(Dataset, DigestIsOrderIndependentAndSensitiveToEachId) {
+  auto a = sample_digest({3, 1, 2});
+  EXPECT_EQ(a, sample_digest({1, 2, 3}));
+  EXPECT_NE(a, sample_digest({1, 2, 4}));
+  EXPECT_NE(a, sample_digest({1, 2}));
+}
+
+TEST(Dataset, DetectsDamage) {
+  testing::TempDir dir;
+  DatasetInfo info = build(dir.path(), TokenType::kU16);
+  // A truncated shard: its size disagrees with the manifest.
+  std::filesystem::resize_file(dir.path() / info.splits["train"].shards[0].file, 3);
+  EXPECT_EQ(Dataset::open(dir.path()).status().code(), StatusCode::kDataLoss);
+
+  testing::TempDir dir2;
+  info = build(dir2.path(), TokenType::kU16);
+  {
+    std::fstream f(dir2.path() / info.splits["train"].shards[0].file, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(0);
+    f.put(static_cast<char>(0xFF));  // token 255: outside the vocabulary of 100, and a changed byte
+  }
+  EXPECT_EQ(Dataset::open(dir2.path(), "train", /*verify=*/true).status().code(), StatusCode::kDataLoss);
+  auto unverified = Dataset::open(dir2.path(), "train");
+  ASSERT_TRUE(unverified.is_ok());
+  std::vector<std::int64_t> s(4);
+  EXPECT_EQ(unverified->sample(0, s).code(), StatusCode::kDataLoss);
+
+  testing::TempDir dir3;
+  dir3.write("dataset.json", R"({"format":"crucible-tokens-v1","dtype":"int8"})");
+  EXPECT_EQ(Dataset::open(dir3.path()).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(Dataset::open(dir3.path() / "none").status().code(), StatusCode::kNotFound);
+}
+
+TEST(Dataset, WriterRefusesTokensTooWideForTheDtype) {
+  testing::TempDir dir;
+  ShardWriter w(dir.path(), "train", TokenType::kU16, 1);
+  EXPECT_EQ(w.add_document(std::vector<std::uint32_t>{70000}).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace crucible::data
