@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
     cli::add_config_commands(app, exit_code, environ);
     cli::add_demo_command(app, exit_code);
     cli::add_wallet_commands(app, exit_code);
+    cli::add_data_commands(app, exit_code);
     cli::add_chain_commands(app, exit_code, environ);
     try {
       app.parse(argc, argv);
