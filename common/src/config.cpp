@@ -364,8 +364,7 @@ Result<Value> parse_text(ValueType type, std::string_view text) {
 Status load(const Schema& schema, const LoadInputs& inputs, Origins* origins) {
   Problems problems;
 
-  if (inputs.file) {
-    const std::string& path = *inputs.file;
+  for (const std::string& path : inputs.files) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
       return not_found("config file '{}' does not exist or is not a regular file", path);

@@ -18,12 +18,18 @@ constexpr std::string_view kNoLabels[] = {""};
 constexpr std::string_view kLevel[] = {"level"};
 constexpr std::string_view kRole[] = {"role"};
 constexpr std::string_view kVersionRole[] = {"version", "role"};
+constexpr std::string_view kResult[] = {"result"};
 constexpr double kWindowBuckets[] = {0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200};
 
 constexpr std::span<const std::string_view> none() { return std::span(kNoLabels).first(0); }
 
 const std::array<Definition, static_cast<std::size_t>(Counter::kCount_)> kCounters = {{
     {"crucible_log_records_total", "Log records written, by level.", Kind::kCounter, kLevel, {}},
+    {"crucible_miner_inner_steps_total", "Inner optimizer steps taken.", Kind::kCounter, none(), {}},
+    {"crucible_miner_tokens_total", "Tokens trained on.", Kind::kCounter, none(), {}},
+    {"crucible_miner_uploads_total", "Gradient uploads, by result (ok, late, failed).", Kind::kCounter, kResult, {}},
+    {"crucible_aggregates_applied_total", "Window aggregates applied to the model (outer steps).", Kind::kCounter,
+     kRole, {}},
 }};
 
 const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges = {{
@@ -32,6 +38,9 @@ const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges =
     {"crucible_process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.",
      Kind::kGauge, none(), {}},
     {"crucible_window", "The protocol window the node is working on.", Kind::kGauge, kRole, {}},
+    {"crucible_miner_loss", "Mean training loss of the miner's last window.", Kind::kGauge, none(), {}},
+    {"crucible_miner_tokens_per_second", "Training throughput of the last window.", Kind::kGauge, none(), {}},
+    {"crucible_global_step", "Outer steps applied to the node's model.", Kind::kGauge, kRole, {}},
 }};
 
 const std::array<Definition, static_cast<std::size_t>(Histogram::kCount_)> kHistograms = {{

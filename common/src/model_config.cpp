@@ -50,7 +50,7 @@ Result<ModelConfig> load_model_config(const std::string& path) {
   config::Schema schema;
   bind_options(schema, c);
   config::LoadInputs inputs;
-  inputs.file = path;
+  inputs.files = {path};
   CRUCIBLE_RETURN_IF_ERROR(config::load(schema, inputs));
   CRUCIBLE_RETURN_IF_ERROR(validate(c).with_context(path));
   return c;

@@ -68,31 +68,39 @@ bool printable_name(std::string_view name) {
   return !name.empty();
 }
 
-Result<Tensor> read_tensor(Reader& r, const Limits& limits, std::uint32_t index) {
+// Names are front-coded against the previous tensor's (as RocksDB keys in a
+// block): the length of the shared prefix, then the rest.
+Result<Tensor> read_tensor(Reader& r, const Limits& limits, std::uint32_t index, const std::string& prev) {
   Tensor t;
-  CRUCIBLE_ASSIGN_OR_RETURN(std::uint16_t name_len, r.le<std::uint16_t>("tensor name length"));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint8_t shared, r.le<std::uint8_t>("tensor name prefix"));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint8_t suffix_len, r.le<std::uint8_t>("tensor name length"));
+  if (shared > prev.size()) {
+    return invalid_argument("packet tensor {}: shares {} name bytes with a {}-byte name", index, shared, prev.size());
+  }
+  const std::size_t name_len = std::size_t{shared} + suffix_len;
   if (name_len == 0 || name_len > limits.max_name_bytes) {
     return invalid_argument("packet tensor {}: name of {} bytes (1..{} allowed)", index, name_len,
                             limits.max_name_bytes);
   }
-  CRUCIBLE_ASSIGN_OR_RETURN(Bytes name, r.bytes(name_len, "tensor name"));
-  t.name.assign(name.begin(), name.end());
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes suffix, r.bytes(suffix_len, "tensor name"));
+  t.name = prev.substr(0, shared);
+  t.name.append(suffix.begin(), suffix.end());
   if (!printable_name(t.name)) return invalid_argument("packet tensor {}: name is not printable ASCII", index);
   CRUCIBLE_ASSIGN_OR_RETURN(std::uint8_t ndim, r.le<std::uint8_t>("tensor rank"));
   if (ndim == 0 || ndim > limits.max_dims) {
     return invalid_argument("packet tensor '{}': rank {} (1..{} allowed)", t.name, ndim, limits.max_dims);
   }
-  CRUCIBLE_RETURN_IF_ERROR(r.need(std::size_t{ndim} * 8 + 36, "tensor layout"));
+  CRUCIBLE_RETURN_IF_ERROR(r.need(std::size_t{ndim} * 4 + 28, "tensor layout"));
   for (int d = 0; d < ndim; ++d) {
-    CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t dim, r.le<std::uint64_t>("dimension"));
+    CRUCIBLE_ASSIGN_OR_RETURN(std::uint32_t dim, r.le<std::uint32_t>("dimension"));
     if (dim == 0 || dim > limits.max_elements) {
       return invalid_argument("packet tensor '{}': dimension {} is {}", t.name, d, dim);
     }
     t.shape.push_back(static_cast<std::int64_t>(dim));
   }
-  CRUCIBLE_ASSIGN_OR_RETURN(t.block_rows, r.le<std::uint32_t>("block rows"));
-  CRUCIBLE_ASSIGN_OR_RETURN(t.block_cols, r.le<std::uint32_t>("block cols"));
-  CRUCIBLE_ASSIGN_OR_RETURN(t.k, r.le<std::uint32_t>("k"));
+  CRUCIBLE_ASSIGN_OR_RETURN(t.block_rows, r.le<std::uint8_t>("block rows"));
+  CRUCIBLE_ASSIGN_OR_RETURN(t.block_cols, r.le<std::uint8_t>("block cols"));
+  CRUCIBLE_ASSIGN_OR_RETURN(t.k, r.le<std::uint16_t>("k"));
   CRUCIBLE_ASSIGN_OR_RETURN(t.shift, r.f32("shift"));
   CRUCIBLE_ASSIGN_OR_RETURN(t.scale, r.f32("scale"));
   for (float& v : t.lookup) {
@@ -153,6 +161,7 @@ Result<Bytes> encode_body(const Packet& p, const Limits& limits) {
   w.raw(p.model_digest);
   w.raw(p.sample_digest);
   w.le(static_cast<std::uint32_t>(p.tensors.size()));
+  std::string_view prev;
   for (const Tensor& t : p.tensors) {
     if (t.name.empty() || t.name.size() > limits.max_name_bytes || !printable_name(t.name)) {
       return invalid_argument("packet: bad tensor name '{}'", t.name);
@@ -162,13 +171,20 @@ Result<Bytes> encode_body(const Packet& p, const Limits& limits) {
       return invalid_argument("packet tensor '{}': {} index and {} code bytes, the layout needs {} and {}", t.name,
                               t.indices.size(), t.codes.size(), s.index_bytes, s.code_bytes);
     }
-    w.le(static_cast<std::uint16_t>(t.name.size()));
-    w.raw(as_bytes(t.name));
+    for (std::int64_t d : t.shape) {
+      if (d > 0xFFFFFFFF) return invalid_argument("packet tensor '{}': dimension {} exceeds 2^32 - 1", t.name, d);
+    }
+    std::size_t shared = 0;
+    while (shared < prev.size() && shared < t.name.size() && prev[shared] == t.name[shared]) ++shared;
+    w.le(static_cast<std::uint8_t>(shared));
+    w.le(static_cast<std::uint8_t>(t.name.size() - shared));
+    w.raw(as_bytes(std::string_view(t.name).substr(shared)));
+    prev = t.name;
     w.le(static_cast<std::uint8_t>(t.shape.size()));
-    for (std::int64_t d : t.shape) w.le(static_cast<std::uint64_t>(d));
-    w.le(t.block_rows);
-    w.le(t.block_cols);
-    w.le(t.k);
+    for (std::int64_t d : t.shape) w.le(static_cast<std::uint32_t>(d));
+    w.le(static_cast<std::uint8_t>(t.block_rows));
+    w.le(static_cast<std::uint8_t>(t.block_cols));
+    w.le(static_cast<std::uint16_t>(t.k));
     w.f32(t.shift);
     w.f32(t.scale);
     for (float v : t.lookup) w.f32(v);
@@ -207,7 +223,7 @@ Result<Decoded> decode(ByteSpan bytes, const Limits& limits) {
     return resource_exhausted("packet declares {} tensors, more than the cap of {}", count, limits.max_tensors);
   }
   for (std::uint32_t i = 0; i < count; ++i) {
-    CRUCIBLE_ASSIGN_OR_RETURN(Tensor t, read_tensor(r, limits, i));
+    CRUCIBLE_ASSIGN_OR_RETURN(Tensor t, read_tensor(r, limits, i, p.tensors.empty() ? std::string() : p.tensors.back().name));
     p.tensors.push_back(std::move(t));
   }
   d.body_bytes = r.position();

@@ -12,6 +12,13 @@ void bind_options(config::Schema& schema, ProtocolOptions& options) {
                     "Clock skew allowed when checking an upload's Last-Modified against its slot.", 0, 3'600);
   schema.add_int("protocol.validator_offset", &options.validator_offset,
                  "Validators process window w during window w + validator_offset.", 1, 16);
+  schema.add_int("protocol.samples_per_window", &options.samples_per_window,
+                 "Samples assigned to each uid per window (the same on miners and validators).", 1, 1'000'000);
+  schema.add_double("protocol.outer_lr", &options.outer_lr,
+                    "Outer learning rate: theta <- theta - outer_lr * aggregate.", 1e-6, 10);
+  schema.add_int("protocol.init_seed", &options.init_seed, "Seed of the genesis model's initialisation.");
+  schema.add_int("protocol.aggregate_top", &options.aggregate_top,
+                 "Uids in a window's aggregation set: the top ones by final score.", 1, 256);
 }
 
 }  // namespace crucible

@@ -38,7 +38,7 @@ struct Fixture : ::testing::Test {
 
   Status load_file(const std::string& toml, Origins* origins = nullptr) {
     LoadInputs in;
-    in.file = dir.write("node.toml", toml);
+    in.files = {dir.write("node.toml", toml)};
     return load(schema, in, origins);
   }
 
@@ -80,7 +80,7 @@ TEST_F(Fixture, DottedKeysAndInlineTablesWork) {
 
 TEST_F(Fixture, PrecedenceIsFlagsThenEnvironmentThenFileThenDefaults) {
   LoadInputs in;
-  in.file = dir.write("p.toml", "[miner]\nsteps = 10\nlr = 0.1\n[node]\nname = \"file\"\n");
+  in.files = {dir.write("p.toml", "[miner]\nsteps = 10\nlr = 0.1\n[node]\nname = \"file\"\n")};
   in.environment = {{"CRUCIBLE_MINER_STEPS", "20"}, {"CRUCIBLE_MINER_LR", "0.2"}};
   in.flags = {{"miner.steps", "40", ""}};
   Origins origins;
@@ -167,7 +167,7 @@ TEST_F(Fixture, SyntaxErrorNamesLine) {
 
 TEST_F(Fixture, MissingFileIsNotFound) {
   LoadInputs in;
-  in.file = (dir.path() / "absent.toml").string();
+  in.files = {(dir.path() / "absent.toml").string()};
   Status s = load(schema, in);
   EXPECT_EQ(s.code(), StatusCode::kNotFound);
   EXPECT_THAT(s.message(), HasSubstr("absent.toml"));

@@ -62,6 +62,23 @@ TEST(Packet, RoundTripsEveryField) {
   EXPECT_EQ(d->signature[0], 0x11);
 }
 
+TEST(Packet, NamesAreFrontCoded) {
+  Packet p = sample_packet();
+  p.tensors = {small_tensor("model.layers.0.mlp.up_proj.weight"), small_tensor("model.layers.0.mlp.down_proj.weight")};
+  Bytes body = *encode_body(p);
+  const std::size_t count_at = 8 + 2 + 2 + 8 + 2 + 20 + 8 + 32 + 32;
+  const std::size_t second = count_at + 4 + 2 + 33 + 1 + 8 + 4 + 24 + 3 + 1;
+  EXPECT_EQ(body[second], 19);      // "model.layers.0.mlp." is shared
+  EXPECT_EQ(body[second + 1], 16);  // "down_proj.weight"
+  auto d = decode(with_trailer(body));
+  ASSERT_TRUE(d.is_ok()) << d.status();
+  EXPECT_EQ(d->packet.tensors[1].name, "model.layers.0.mlp.down_proj.weight");
+  // A prefix longer than the previous name is refused.
+  Bytes bad = with_trailer(body);
+  bad[second] = 200;
+  EXPECT_EQ(decode(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(Packet, SizesFollowTheLayout) {
   Tensor t = small_tensor();
   t.shape = {128, 64};
@@ -120,8 +137,8 @@ TEST(Packet, DecodeRejectsEachKindOfBadInputDistinctly) {
 
   // A declared shape far larger than the bytes present: refused before allocating.
   Bytes big = good;
-  const std::size_t dims_at = count_at + 4 + 2 + 1 + 1;  // name "a", then ndim
-  big[dims_at + 5] = 0x01;                               // rows = 2^40 + 8
+  const std::size_t dims_at = count_at + 4 + 3 + 1;  // name "a" (shared, length, byte), then ndim
+  big[dims_at + 3] = 0x01;                           // rows = 2^24 + 8
   EXPECT_NE(code(big), StatusCode::kOk);
 
   Limits tiny;
@@ -133,12 +150,12 @@ TEST(Packet, DecodeRejectsLayoutsThatDoNotFit) {
   Packet p = sample_packet();
   Bytes good = with_trailer(*encode_body(p));
   const std::size_t count_at = 8 + 2 + 2 + 8 + 2 + 20 + 8 + 32 + 32;
-  const std::size_t k_at = count_at + 4 + 2 + 1 + 1 + 16 + 8;
+  const std::size_t k_at = count_at + 4 + 3 + 1 + 8 + 2;
   Bytes odd = good;
   odd[k_at] = 3;  // odd k
   EXPECT_EQ(decode(odd).status().code(), StatusCode::kInvalidArgument);
   Bytes zero_block = good;
-  zero_block[k_at - 8] = 0;  // block_rows = 0
+  zero_block[k_at - 2] = 0;  // block_rows = 0
   EXPECT_EQ(decode(zero_block).status().code(), StatusCode::kInvalidArgument);
 }
 

@@ -18,7 +18,7 @@ int check(const std::string& file, Role role) {
   NodeConfig config;
   config::Schema schema = make_schema(role, config);
   config::LoadInputs inputs;
-  inputs.file = file;
+  inputs.files = {file};
   config::Origins origins;
   Status st = config::load(schema, inputs, &origins);
   if (!st.is_ok()) {

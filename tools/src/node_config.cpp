@@ -7,6 +7,7 @@
 #include <exception>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "crucible/common/log_options.h"
 #include "crucible/common/metrics.h"
@@ -29,12 +30,15 @@ config::Schema make_schema(Role role, NodeConfig& config) {
   bind_options(schema, config.protocol);
   chain::bind_options(schema, config.chain);
   storage::bind_options(schema, config.storage);
-  (void)role;  // the miner and validator sections join here as those nodes are built
+  model::bind_options(schema, config.model);
+  if (role == Role::kMiner || role == Role::kAny) miner::bind_options(schema, config.miner);
   return schema;
 }
 
 void add_common_flags(CLI::App& app, CommonFlags& flags) {
-  app.add_option("-c,--config", flags.config_file, "TOML config file")->check(CLI::ExistingFile);
+  app.add_option("-c,--config", flags.config_files,
+                 "TOML config file; repeat to layer files (network, model, node), later ones win")
+      ->check(CLI::ExistingFile);
   app.add_option("--set", flags.sets, "Override a config key: --set section.key=value (repeatable)")
       ->type_name("KEY=VALUE");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error or off (log.level)");
@@ -45,7 +49,7 @@ Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeCo
                         config::Origins* origins) {
   config::Schema schema = make_schema(role, config);
   config::LoadInputs inputs;
-  if (!flags.config_file.empty()) inputs.file = flags.config_file;
+  inputs.files = flags.config_files;
   inputs.environment = config::crucible_environment(envp);
   for (const std::string& set : flags.sets) {
     auto eq = set.find('=');
@@ -110,7 +114,7 @@ std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, c
   m.set(metrics::Gauge::kStartTimeSeconds,
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
   log::info("starting", {{"program", app.get_name()}, {"version", version_line(app.get_name())},
-                         {"config", args.common.config_file}});
+                         {"config", fmt::format("{}", fmt::join(args.common.config_files, ", "))}});
   return std::nullopt;
 }
 

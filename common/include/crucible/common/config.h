@@ -128,7 +128,7 @@ struct FlagValue {
 };
 
 struct LoadInputs {
-  std::optional<std::string> file;                 // a TOML file, if any
+  std::vector<std::string> files;                  // TOML files, applied in order (later wins)
   std::map<std::string, std::string> environment;  // usually the process's
   std::vector<FlagValue> flags;                    // in command-line order; later wins
 };

@@ -17,7 +17,11 @@
 namespace crucible::metrics {
 
 enum class Counter : std::uint16_t {
-  kLogRecords,  // crucible_log_records_total{level}
+  kLogRecords,         // crucible_log_records_total{level}
+  kInnerSteps,         // crucible_miner_inner_steps_total
+  kTokensTrained,      // crucible_miner_tokens_total
+  kUploads,            // crucible_miner_uploads_total{result}
+  kAggregatesApplied,  // crucible_aggregates_applied_total{role}
   kCount_,
 };
 
@@ -25,6 +29,9 @@ enum class Gauge : std::uint16_t {
   kBuildInfo,         // crucible_build_info{version,role} = 1
   kStartTimeSeconds,  // crucible_process_start_time_seconds
   kWindow,            // crucible_window{role}
+  kMinerLoss,         // crucible_miner_loss (mean inner loss of the last window)
+  kTokensPerSecond,   // crucible_miner_tokens_per_second
+  kGlobalStep,        // crucible_global_step{role}
   kCount_,
 };
 

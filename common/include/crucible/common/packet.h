@@ -4,8 +4,11 @@
 //   header  magic "CRUCPKT1" (8) | format_version u16 | protocol_version u16
 //           | window u64 | uid u16 | signer [20] | global_step u64
 //           | model_digest [32] | sample_digest [32] | tensor_count u32
-//   tensor  name_len u16 | name | ndim u8 | dims u64 x ndim
-//           | block_rows u32 | block_cols u32 | k u32
+//   tensor  shared u8 | suffix_len u8 | suffix   (the name, front-coded:
+//                                                the first `shared` bytes are
+//                                                the previous tensor's)
+//           | ndim u8 | dims u32 x ndim
+//           | block_rows u8 | block_cols u8 | k u16
 //           | shift f32 | scale f32 | lookup f32 x 4
 //           | indices: 12-bit packed, 3 bytes per 2 (kept = blocks * k)
 //           | codes: 2-bit packed, 4 per byte
@@ -38,7 +41,7 @@ inline constexpr std::size_t kTrailerBytes = kDigestBytes + kSignatureBytes;
 
 struct Limits {
   std::uint32_t max_tensors = 4096;
-  std::size_t max_name_bytes = 256;
+  std::size_t max_name_bytes = 255;
   std::uint8_t max_dims = 8;
   std::uint64_t max_elements = std::uint64_t{1} << 34;  // per tensor
   std::uint64_t max_packet_bytes = 1ull << 30;

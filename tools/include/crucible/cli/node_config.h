@@ -11,7 +11,9 @@
 #include "crucible/chain/chain_options.h"
 #include "crucible/common/config.h"
 #include "crucible/common/log.h"
+#include "crucible/common/model_config.h"
 #include "crucible/common/protocol_options.h"
+#include "crucible/miner/miner_options.h"
 #include "crucible/storage/storage_options.h"
 
 namespace crucible::cli {
@@ -24,6 +26,8 @@ struct NodeConfig {
   ProtocolOptions protocol;
   chain::ChainOptions chain;
   storage::StorageOptions storage;
+  model::ModelConfig model;  // miners and validators
+  miner::MinerOptions miner;
 };
 
 // Binds every section that `role` reads; kAny binds the union (for `config check`).
@@ -31,7 +35,7 @@ config::Schema make_schema(Role role, NodeConfig& config);
 
 // Flags every binary shares.
 struct CommonFlags {
-  std::string config_file;
+  std::vector<std::string> config_files;
   std::vector<std::string> sets;  // "key=value"
   std::string log_level;
   std::string log_format;

@@ -1,0 +1,28 @@
+#include "crucible/miner/miner_options.h"
+
+namespace crucible::miner {
+
+void bind_options(config::Schema& s, MinerOptions& o) {
+  s.add_string("miner.data_dir", &o.data_dir, "Token shards made by `crucible data prepare`.");
+  s.add_string("miner.state_dir", &o.state_dir, "Where the miner keeps its model, error feedback and optimizer state.");
+  s.add_int("miner.inner_steps", &o.inner_steps, "AdamW steps per window (H).", 1, 100'000);
+  s.add_int("miner.micro_batch", &o.micro_batch, "Samples per inner step.", 1, 4096);
+  s.add_double("miner.lr", &o.lr, "Peak inner learning rate.", 0, 1);
+  s.add_int("miner.warmup_steps", &o.warmup_steps, "Linear warmup, in inner steps.", 0, 100'000'000);
+  s.add_int("miner.decay_steps", &o.decay_steps, "Cosine decay length, in inner steps.", 1, 1'000'000'000);
+  s.add_double("miner.min_lr_ratio", &o.min_lr_ratio, "Final learning rate as a share of the peak.", 0, 1);
+  s.add_double("miner.weight_decay", &o.weight_decay, "AdamW weight decay.", 0, 10);
+  s.add_double("miner.grad_clip", &o.grad_clip, "Gradient norm clip (0 = off).", 0, 1e6);
+  s.add_double("miner.ef_beta", &o.ef_beta, "Error feedback decay (beta).", 0, 1);
+  s.add_string("miner.device", &o.device, "Where to train.", {"cpu", "cuda"});
+  s.add_int("miner.threads", &o.threads, "Compute threads (0 = all cores).", 0, 1024);
+  s.add_double("miner.aggregate_wait_s", &o.aggregate_wait_s,
+               "Seconds to wait for a window's aggregate before training on without it.", 0, 86'400);
+  s.add_int("miner.metrics_port", &o.metrics_port, "Port of the Prometheus /metrics endpoint (0 = off).");
+  s.add_string("miner.metrics_bind", &o.metrics_bind, "Address the metrics endpoint listens on.");
+  s.add_string("miner.progress", &o.progress, "Progress line on stderr.", {"auto", "on", "off"});
+  s.add_int("miner.max_windows", &o.max_windows, "Stop after this many windows (0 = run until stopped).", 0,
+            1'000'000'000);
+}
+
+}  // namespace crucible::miner

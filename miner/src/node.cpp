@@ -1,0 +1,364 @@
+#include "crucible/miner/node.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "crucible/chain/evm_chain.h"
+#include "crucible/chain/packet_signing.h"
+#include "crucible/chain/substrate.h"
+#include "crucible/common/dataset.h"
+#include "crucible/common/log.h"
+#include "crucible/common/metrics.h"
+#include "crucible/common/object_keys.h"
+#include "crucible/common/sampler.h"
+#include "crucible/kernels/packet_tensor.h"
+#include "crucible/miner/aggregation.h"
+#include "crucible/miner/fingerprint.h"
+#include "crucible/miner/miner_state.h"
+#include "crucible/miner/trainer.h"
+#include "crucible/storage/peer_location.h"
+#include "crucible/storage/store_url.h"
+
+namespace crucible::miner {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kPoll = std::chrono::milliseconds(250);
+constexpr auto kRetryMax = std::chrono::seconds(10);
+
+// Sleeps in short steps so a stop request is seen promptly; false if stopped.
+bool sleep_for(std::chrono::milliseconds d, const std::atomic<bool>& stop) {
+  auto end = Clock::now() + d;
+  while (Clock::now() < end) {
+    if (stop.load()) return false;
+    std::this_thread::sleep_for(std::min<Clock::duration>(kPoll, end - Clock::now()));
+  }
+  return !stop.load();
+}
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
+
+struct MinerNode::Impl {
+  MinerNodeOptions o;
+  chain::PrivateKey key;
+  std::unique_ptr<chain::Chain> chain;
+  std::shared_ptr<storage::ObjectStore> store;
+  std::unique_ptr<PeerDirectory> peers;
+  std::optional<data::Dataset> dataset;
+  std::unique_ptr<Trainer> trainer;
+  std::optional<StateDir> state_dir;
+  MinerState state;
+  std::uint16_t uid = 0;
+  bool show_progress = false;
+
+  explicit Impl(const chain::PrivateKey& k) : key(k) {}
+
+  // Retries a chain read with backoff until it works or we are stopped.
+  template <typename F>
+  auto retry(std::string_view what, const std::atomic<bool>& stop, F&& f) -> decltype(f()) {
+    auto delay = std::chrono::milliseconds(250);
+    for (;;) {
+      auto r = f();
+      if (r.is_ok() || stop.load()) return r;
+      if (r.status().code() != StatusCode::kUnavailable && r.status().code() != StatusCode::kDeadlineExceeded) return r;
+      log::warn("retrying", {{"what", what}, {"error", r.status().to_string()}});
+      if (!sleep_for(delay, stop)) return r;
+      delay = std::min<std::chrono::milliseconds>(delay * 2, kRetryMax);
+    }
+  }
+
+  Status commit() {
+    return state_dir->commit(state, trainer->specs(),
+                             [&](const fs::path& g) { return trainer->save(g, state.inner_steps); });
+  }
+
+  Result<std::uint64_t> block_number(const std::atomic<bool>& stop) {
+    return retry("block number", stop, [&] { return chain->block_number(); });
+  }
+
+  // aggregate/{v}.json windows after `applied` that the lead has published, ascending.
+  Result<std::vector<std::uint64_t>> published_after(storage::ObjectStore& lead) {
+    CRUCIBLE_ASSIGN_OR_RETURN(auto objects, lead.list_all(keys::aggregate_prefix(), 100'000));
+    std::vector<std::uint64_t> out;
+    for (const auto& obj : objects) {
+      std::string name = obj.key.substr(obj.key.rfind('/') + 1);
+      if (!name.ends_with(".json")) continue;
+      std::uint64_t w = 0;
+      auto digits = name.substr(0, name.size() - 5);
+      if (digits.empty() || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+      w = std::stoull(digits);
+      if (!state.applied_window || w > *state.applied_window) out.push_back(w);
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  // Applies every published aggregate the model lacks, in chain order. With
+  // `wait_for` set, waits up to aggregate_wait_s for that window's set.
+  Status catch_up(std::optional<std::uint64_t> wait_for, const std::atomic<bool>& stop) {
+    auto metagraph = retry("metagraph", stop, [&] { return chain->metagraph(o.chain.netuid); });
+    if (!metagraph.is_ok()) return metagraph.status();
+    auto lead_uid = lead_validator(*metagraph);
+    if (!lead_uid) {
+      log::debug("no lead validator yet: the model stays as it is");
+      return Status::ok();
+    }
+    auto lead = peers->store_of(*lead_uid);
+    if (!lead.is_ok()) {
+      log::warn("cannot open the lead validator's store", {{"uid", *lead_uid}, {"error", lead.status().to_string()}});
+      return Status::ok();
+    }
+    const auto deadline = Clock::now() + std::chrono::duration<double>(o.miner.aggregate_wait_s);
+    for (;;) {
+      auto windows = published_after(**lead);
+      if (!windows.is_ok()) {
+        log::warn("listing aggregates failed", {{"error", windows.status().to_string()}});
+        return Status::ok();
+      }
+      for (std::uint64_t w : *windows) {
+        Status st = apply_one(**lead, w);
+        if (!st.is_ok()) {
+          log::warn("aggregate not applied; will retry", {{"window", w}, {"error", st.to_string()}});
+          return Status::ok();
+        }
+      }
+      bool have = !wait_for || (state.applied_window && *state.applied_window >= *wait_for);
+      if (have || Clock::now() >= deadline || stop.load()) {
+        if (!have) log::info("aggregate not published in time; training on", {{"window", *wait_for}});
+        return Status::ok();
+      }
+      sleep_for(std::chrono::milliseconds(500), stop);
+    }
+  }
+
+  Status apply_one(storage::ObjectStore& lead, std::uint64_t w) {
+    CRUCIBLE_ASSIGN_OR_RETURN(storage::Fetched f, lead.get(keys::aggregate(w), kMaxSetBytes));
+    std::string_view text(reinterpret_cast<const char*>(f.data.data()), f.data.size());
+    CRUCIBLE_ASSIGN_OR_RETURN(AggregationSet set, decode_set(text));
+    if (set.window != w) return data_loss("aggregate/{}.json names window {}", w, set.window);
+    if (set.prev != state.applied_window) {
+      return failed_precondition("aggregate {} builds on window {}, the model has {} (a checkpoint is needed)", w,
+                                 set.prev ? std::to_string(*set.prev) : "none",
+                                 state.applied_window ? std::to_string(*state.applied_window) : "none");
+    }
+    if (!set.uids.empty()) {
+      CRUCIBLE_ASSIGN_OR_RETURN(auto merged, fetch_and_merge(set, *peers, trainer->specs(), o.storage.max_object_bytes));
+      CRUCIBLE_RETURN_IF_ERROR(trainer->apply_aggregate(merged, o.protocol.outer_lr));
+    }
+    state.applied_window = w;
+    state.basis = chain::keccak256(f.data);
+    ++state.global_step;
+    CRUCIBLE_RETURN_IF_ERROR(commit());
+    metrics::global().add(metrics::Counter::kAggregatesApplied, 1, {{"role", "miner"}});
+    metrics::global().set(metrics::Gauge::kGlobalStep, static_cast<double>(state.global_step), {{"role", "miner"}});
+    log::info("applied aggregate", {{"window", w}, {"peers", set.uids.size()}, {"global_step", state.global_step}});
+    return Status::ok();
+  }
+
+  // The window's samples as one [n, L] token buffer, and their digest.
+  Result<std::pair<std::vector<std::int64_t>, chain::Hash32>> samples_for(std::uint64_t w) {
+    const std::int64_t L = o.model.seq_len;
+    const std::uint64_t pool = dataset->num_samples(static_cast<std::uint64_t>(L));
+    CRUCIBLE_ASSIGN_OR_RETURN(auto idx, assign_samples(uid, w, pool, o.protocol.samples_per_window));
+    std::vector<std::int64_t> tokens(idx.size() * static_cast<std::size_t>(L));
+    std::vector<std::uint64_t> ids;
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      CRUCIBLE_RETURN_IF_ERROR(dataset->sample(idx[i], std::span(tokens).subspan(i * L, L)));
+      ids.push_back(dataset->sample_id(idx[i], static_cast<std::uint64_t>(L)));
+    }
+    return std::make_pair(std::move(tokens), data::sample_digest(std::move(ids)));
+  }
+
+  Status train_and_upload(std::uint64_t w, const std::atomic<bool>& stop) {
+    auto t0 = Clock::now();
+    Fingerprint fp = take_fingerprint(w, uid, state.basis, trainer->specs(),
+                                      [&](std::size_t t, std::int64_t i) { return trainer->value(t, i); });
+    CRUCIBLE_ASSIGN_OR_RETURN(auto samples, samples_for(w));
+    const auto n = static_cast<std::int64_t>(o.protocol.samples_per_window);
+    CRUCIBLE_ASSIGN_OR_RETURN(
+        WindowResult r, trainer->train_window(samples.first, n, [&](const StepInfo& s) { progress(w, s); }, &stop));
+    if (show_progress) fmt::print(stderr, "\n");
+    state.inner_steps = trainer->inner_steps_done();
+    metrics::global().add(metrics::Counter::kInnerSteps, o.miner.inner_steps);
+    metrics::global().add(metrics::Counter::kTokensTrained, static_cast<double>(r.tokens));
+    metrics::global().set(metrics::Gauge::kMinerLoss, r.mean_loss);
+    metrics::global().set(metrics::Gauge::kTokensPerSecond, static_cast<double>(r.tokens) / std::max(r.seconds, 1e-9));
+
+    // Error feedback and compression, tensor by tensor.
+    packet::Packet p;
+    p.protocol_version = kProtocolVersion;
+    p.window = w;
+    p.uid = uid;
+    p.global_step = state.global_step;
+    p.model_digest = fingerprint_digest(fp);
+    p.sample_digest = samples.second;
+    const auto& specs = trainer->specs();
+    for (std::size_t i = 0; i < specs.size(); ++i) {
+      CRUCIBLE_ASSIGN_OR_RETURN(kernels::CompressedTensor c,
+                                kernels::error_feedback_step(state.ef[i], r.delta[i], specs[i].shape,
+                                                             static_cast<float>(o.miner.ef_beta), o.miner.threads));
+      CRUCIBLE_ASSIGN_OR_RETURN(packet::Tensor t, kernels::to_packet_tensor(specs[i].name, specs[i].shape, c));
+      p.tensors.push_back(std::move(t));
+    }
+    CRUCIBLE_ASSIGN_OR_RETURN(Bytes sealed, chain::seal_packet(std::move(p), key));
+    state.trained_window = w;
+    CRUCIBLE_RETURN_IF_ERROR(commit());
+    log::info("trained window", {{"window", w}, {"loss", r.mean_loss}, {"tokens", r.tokens}, {"seconds", r.seconds},
+                                 {"packet_bytes", sealed.size()},
+                                 {"bytes_per_param", static_cast<double>(sealed.size()) / trainer->num_parameters()}});
+
+    // Upload once window w+1 has begun, inside its slot.
+    const std::uint64_t first = (w + 1) * o.protocol.blocks_per_window;
+    for (;;) {
+      CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, block_number(stop));
+      if (head >= first) break;
+      if (!sleep_for(kPoll, stop)) return aborted("stopped before the upload slot of window {}", w);
+    }
+    auto header = retry("block header", stop, [&] { return chain->block(first); });
+    if (!header.is_ok()) return header.status();
+    const double slot_end = static_cast<double>(header->timestamp) + o.protocol.upload_slot_s;
+    if (now_s() > slot_end) {
+      metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "late"}});
+      log::warn("missed the upload slot; the update stays in error feedback", {{"window", w}});
+      return Status::ok();
+    }
+    Status put = store->put(keys::gradient(w), sealed);
+    if (!put.is_ok()) {
+      metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "failed"}});
+      log::error("gradient upload failed", {{"window", w}, {"error", put.to_string()}});
+      return Status::ok();
+    }
+    std::string fp_json = encode_fingerprint(fp, specs);
+    if (Status f = store->put(keys::fingerprint(w), as_bytes(fp_json)); !f.is_ok()) {
+      log::warn("fingerprint upload failed", {{"window", w}, {"error", f.to_string()}});
+    }
+    metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "ok"}});
+    state.uploaded_window = w;
+    CRUCIBLE_RETURN_IF_ERROR(commit());
+    log::info("uploaded gradient", {{"window", w}, {"key", keys::gradient(w)}, {"bytes", sealed.size()},
+                                    {"seconds", std::chrono::duration<double>(Clock::now() - t0).count()}});
+    metrics::global().observe(metrics::Histogram::kWindowDurationSeconds,
+                              std::chrono::duration<double>(Clock::now() - t0).count(), {{"role", "miner"}});
+    return Status::ok();
+  }
+
+  void progress(std::uint64_t w, const StepInfo& s) {
+    if (show_progress) {
+      fmt::print(stderr, "\r\033[Kwindow {} step {}/{} loss {:.4f} {:.0f} tokens/s", w, s.step, s.steps, s.loss,
+                 s.tokens_per_second);
+    } else {
+      log::debug("inner step", {{"window", w}, {"step", s.step}, {"loss", s.loss}, {"tokens_per_s", s.tokens_per_second}});
+    }
+  }
+};
+
+MinerNode::MinerNode() = default;
+MinerNode::~MinerNode() = default;
+
+Result<std::unique_ptr<MinerNode>> MinerNode::create(const MinerNodeOptions& options, const chain::PrivateKey& key) {
+  std::unique_ptr<MinerNode> node(new MinerNode());
+  node->impl_ = std::make_unique<Impl>(key);
+  Impl& m = *node->impl_;
+  m.o = options;
+  CRUCIBLE_RETURN_IF_ERROR(model::validate(options.model));
+  m.show_progress = options.miner.progress == "on" || (options.miner.progress == "auto" && isatty(STDERR_FILENO) == 1);
+
+  auto ds = data::Dataset::open(options.miner.data_dir, "train");
+  if (!ds.is_ok()) return ds.status().with_context("miner.data_dir");
+  m.dataset.emplace(std::move(*ds));
+  if (m.dataset->info().vocab_size > options.model.vocab_size) {
+    return invalid_argument("the dataset's vocabulary ({}) is larger than model.vocab_size ({})",
+                            m.dataset->info().vocab_size, options.model.vocab_size);
+  }
+  if (m.dataset->num_samples(static_cast<std::uint64_t>(options.model.seq_len)) < options.protocol.samples_per_window) {
+    return invalid_argument("the dataset holds fewer samples of {} tokens than protocol.samples_per_window ({})",
+                            options.model.seq_len, options.protocol.samples_per_window);
+  }
+
+  CRUCIBLE_ASSIGN_OR_RETURN(m.trainer, Trainer::create(options.model, options.miner, options.protocol.init_seed));
+  CRUCIBLE_ASSIGN_OR_RETURN(StateDir sd, StateDir::open(options.miner.state_dir));
+  m.state_dir.emplace(std::move(sd));
+  CRUCIBLE_ASSIGN_OR_RETURN(auto loaded, m.state_dir->load(m.trainer->specs()));
+  if (loaded) {
+    m.state = std::move(loaded->second);
+    CRUCIBLE_RETURN_IF_ERROR(m.trainer->load(loaded->first, m.state.inner_steps).with_context("miner state"));
+    log::info("resumed miner state", {{"folder", options.miner.state_dir}, {"global_step", m.state.global_step},
+                                      {"trained_window", m.state.trained_window ? std::to_string(*m.state.trained_window) : "none"}});
+  } else {
+    for (const auto& spec : m.trainer->specs()) m.state.ef.emplace_back(static_cast<std::size_t>(spec.numel()), 0.0f);
+  }
+
+  CRUCIBLE_ASSIGN_OR_RETURN(auto evm, chain::EvmChain::connect(chain::to_evm_options(options.chain), key));
+  m.chain = std::move(evm);
+  CRUCIBLE_ASSIGN_OR_RETURN(m.store, storage::open_store(options.storage.url, options.storage.read_credentials(),
+                                                         options.storage.write_credentials(),
+                                                         options.storage.retry_policy()));
+  m.peers = std::make_unique<PeerDirectory>(*m.chain, options.chain.netuid, options.storage.retry_policy());
+
+  const chain::Hash32 hotkey = chain::substrate::mirror_account(key.address());
+  CRUCIBLE_ASSIGN_OR_RETURN(chain::Metagraph mg, m.chain->metagraph(options.chain.netuid));
+  bool found = false;
+  for (const auto& n : mg.neurons) {
+    if (n.hotkey == hotkey) {
+      m.uid = n.uid;
+      found = true;
+    }
+  }
+  if (!found) {
+    return failed_precondition("{} is not registered on netuid {}: run `crucible chain register --key KEYFILE`",
+                               key.address().checksum(), options.chain.netuid);
+  }
+  const std::string location = storage::encode_location(options.storage);
+  CRUCIBLE_ASSIGN_OR_RETURN(auto committed, m.chain->commitment(options.chain.netuid, m.uid));
+  if (committed != location) {
+    CRUCIBLE_RETURN_IF_ERROR(m.chain->set_commitment(options.chain.netuid, location).status());
+    log::info("published the store location on chain", {{"uid", m.uid}, {"url", options.storage.url}});
+  }
+  log::info("miner ready", {{"uid", m.uid}, {"address", key.address().checksum()},
+                            {"parameters", m.trainer->num_parameters()}, {"store", m.store->describe()}});
+  return node;
+}
+
+Status MinerNode::run(const std::atomic<bool>& stop) {
+  Impl& m = *impl_;
+  std::uint32_t done = 0;
+  while (!stop.load()) {
+    auto head = m.block_number(stop);
+    if (!head.is_ok()) {
+      if (stop.load()) break;
+      return head.status();
+    }
+    const std::uint64_t w = *head / m.o.protocol.blocks_per_window;
+    metrics::global().set(metrics::Gauge::kWindow, static_cast<double>(w), {{"role", "miner"}});
+    if (m.state.trained_window && *m.state.trained_window >= w) {
+      sleep_for(std::chrono::milliseconds(500), stop);
+      continue;
+    }
+    std::optional<std::uint64_t> wait_for;
+    if (w > 0 && m.state.uploaded_window && *m.state.uploaded_window == w - 1) wait_for = w - 1;
+    CRUCIBLE_RETURN_IF_ERROR(m.catch_up(wait_for, stop));
+    if (stop.load()) break;
+    Status st = m.train_and_upload(w, stop);
+    if (st.code() == StatusCode::kAborted) break;
+    CRUCIBLE_RETURN_IF_ERROR(st);
+    if (m.o.miner.max_windows != 0 && ++done >= m.o.miner.max_windows) {
+      log::info("done: max_windows reached", {{"windows", done}});
+      break;
+    }
+  }
+  log::info("miner stopped", {{"trained_window", m.state.trained_window ? std::to_string(*m.state.trained_window) : "none"}});
+  return Status::ok();
+}
+
+}  // namespace crucible::miner

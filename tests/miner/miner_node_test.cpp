@@ -1,0 +1,248 @@
+// The miner node end to end: the real crucible-miner binary against a local
+// chain (anvil + stand-ins) and local stores, for two windows; the test
+// plays the lead validator by publishing the first window's aggregation set.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "crucible/chain/chain_options.h"
+#include "crucible/chain/evm_chain.h"
+#include "crucible/chain/keystore.h"
+#include "crucible/chain/local_chain.h"
+#include "crucible/chain/packet_signing.h"
+#include "crucible/chain/substrate.h"
+#include "crucible/common/dataset.h"
+#include "crucible/common/object_keys.h"
+#include "crucible/common/sampler.h"
+#include "crucible/miner/aggregation.h"
+#include "crucible/storage/local_store.h"
+#include "crucible/storage/peer_location.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace crucible {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+constexpr std::uint32_t kBlocksPerWindow = 6;
+constexpr std::uint32_t kSamples = 16;
+
+class MinerNodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // Data: the Brown corpus with a small tokenizer.
+    data_ = (dir_.path() / "data").string();
+    auto prep = testing::run_process({testing::bin("crucible"), "data", "prepare", "--corpus", "brown", "--out", data_,
+                                      "--vocab-size", "512"});
+    ASSERT_EQ(prep.exit_code, 0) << prep.err;
+
+    chain::LocalChainOptions o;
+    o.anvil_path = std::string(CRUCIBLE_SOURCE_DIR) + "/tools/node_modules/.bin/anvil";
+    o.work_dir = (dir_.path() / "chain").string();
+    o.block_time_s = 1;
+    auto c = chain::LocalChain::start(o);
+    ASSERT_TRUE(c.is_ok()) << c.status();
+    chain_ = std::move(*c);
+
+    miner_key_ = chain_->dev_keys()[1];
+    lead_key_ = chain_->dev_keys()[2];
+    miner_uid_ = register_key(miner_key_);
+    lead_uid_ = register_key(lead_key_);
+    ASSERT_TRUE(chain_->set_stake(lead_uid_, 1'000'000'000'000, true).is_ok());
+    // The lead's store location on chain, as a validator would publish it.
+    storage::StorageOptions lead_storage;
+    lead_storage.url = "file://" + (dir_.path() / "lead-store").string();
+    auto lead_chain = chain::EvmChain::connect(evm_options(), lead_key_);
+    ASSERT_TRUE(lead_chain.is_ok());
+    ASSERT_TRUE((*lead_chain)->set_commitment(chain_->netuid(), storage::encode_location(lead_storage)).is_ok());
+    auto ls = storage::LocalStore::open(dir_.path() / "lead-store");
+    ASSERT_TRUE(ls.is_ok());
+    lead_store_ = std::move(*ls);
+
+    key_file_ = (dir_.path() / "miner.key").string();
+    chain::KeystoreParams light;
+    light.scrypt_n = 1024;
+    auto ks = chain::encrypt_keystore(miner_key_, Secret("pw"), light);
+    ASSERT_TRUE(chain::write_secret_file(key_file_, *ks).is_ok());
+
+    config_ = dir_.write("miner.toml", fmt::format(R"(
+[log]
+format = "text"
+[protocol]
+blocks_per_window = {}
+upload_slot_s = 4.0
+samples_per_window = {}
+[chain]
+rpc_url = "{}"
+chain_id = 0
+[storage]
+url = "file://{}"
+[miner]
+data_dir = "{}"
+state_dir = "{}"
+inner_steps = 3
+micro_batch = 4
+threads = 2
+aggregate_wait_s = 8.0
+progress = "off"
+)",
+                                                   kBlocksPerWindow, kSamples, chain_->url(),
+                                                   (dir_.path() / "miner-store").string(), data_,
+                                                   (dir_.path() / "miner-state").string()));
+  }
+
+  chain::EvmChainOptions evm_options() {
+    chain::ChainOptions co;
+    co.rpc_url = chain_->url();
+    return chain::to_evm_options(co);
+  }
+
+  std::uint16_t register_key(const chain::PrivateKey& key) {
+    auto c = chain::EvmChain::connect(evm_options(), key);
+    EXPECT_TRUE(c.is_ok()) << c.status();
+    auto hotkey = chain::substrate::mirror_account(key.address());
+    EXPECT_TRUE((*c)->register_neuron(chain_->netuid(), hotkey).is_ok());
+    auto mg = (*c)->metagraph(chain_->netuid());
+    for (const auto& n : mg->neurons)
+      if (n.hotkey == hotkey) return n.uid;
+    ADD_FAILURE() << "not registered";
+    return 0;
+  }
+
+  std::vector<std::string> miner_argv(const std::string& extra = "") {
+    std::string cmd = fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' {} 2>&1",
+                                  testing::bin("crucible-miner"), config_, CRUCIBLE_SOURCE_DIR, key_file_, extra);
+    return {"/bin/bash", "-c", cmd};
+  }
+
+  std::vector<std::uint64_t> uploaded_windows() {
+    std::vector<std::uint64_t> out;
+    fs::path d = dir_.path() / "miner-store/v1/gradient";
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(d, ec)) out.push_back(std::stoull(e.path().stem().string()));
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  testing::TempDir dir_;
+  std::string data_, config_, key_file_;
+  std::unique_ptr<chain::LocalChain> chain_;
+  chain::PrivateKey miner_key_ = *chain::PrivateKey::generate();
+  chain::PrivateKey lead_key_ = *chain::PrivateKey::generate();
+  std::uint16_t miner_uid_ = 0, lead_uid_ = 0;
+  std::unique_ptr<storage::LocalStore> lead_store_;
+};
+
+TEST_F(MinerNodeTest, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate) {
+  auto miner_store = storage::LocalStore::open(dir_.path() / "miner-store");
+  ASSERT_TRUE(miner_store.is_ok());
+  testing::Child miner(miner_argv("--set miner.max_windows=2"), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  std::string out = miner.read_until("uploaded gradient", 120'000);
+  ASSERT_THAT(out, HasSubstr("uploaded gradient")) << out;
+  auto first = uploaded_windows();
+  ASSERT_EQ(first.size(), 1u);
+  const std::uint64_t w0 = first[0];
+
+  // Play the lead validator: the set of window w0 is this miner's packet alone.
+  auto packet0 = (*miner_store)->get(keys::gradient(w0), 1 << 30);
+  ASSERT_TRUE(packet0.is_ok());
+  auto opened0 = chain::open_packet(packet0->data);
+  ASSERT_TRUE(opened0.is_ok()) << opened0.status();
+  miner::AggregationSet set{w0, std::nullopt, {miner_uid_}, {opened0->digest}};
+  ASSERT_TRUE(lead_store_->put(keys::aggregate(w0), as_bytes(miner::encode_set(set))).is_ok());
+
+  EXPECT_EQ(miner.wait(120'000), 0);
+  out += miner.read_until("miner stopped", 5'000);
+  EXPECT_THAT(out, HasSubstr("applied aggregate"));
+
+  auto windows = uploaded_windows();
+  ASSERT_EQ(windows.size(), 2u) << out;
+  auto dataset = data::Dataset::open(data_);
+  ASSERT_TRUE(dataset.is_ok());
+  std::int64_t params = 0;
+  std::vector<chain::Hash32> model_digests;
+  for (std::uint64_t w : windows) {
+    auto fetched = (*miner_store)->get(keys::gradient(w), 1 << 30);
+    ASSERT_TRUE(fetched.is_ok());
+    auto opened = chain::open_packet(fetched->data);
+    ASSERT_TRUE(opened.is_ok()) << opened.status();
+    EXPECT_EQ(opened->signer, miner_key_.address());
+    EXPECT_EQ(opened->packet.window, w);
+    EXPECT_EQ(opened->packet.uid, miner_uid_);
+    params = 0;
+    std::vector<miner::TensorSpec> specs;
+    for (const auto& t : opened->packet.tensors) {
+      specs.push_back({t.name, t.shape});
+      params += specs.back().numel();
+    }
+    EXPECT_EQ(specs.front().name, "model.embed_tokens.weight");
+    EXPECT_TRUE(miner::decode_update(opened->packet, specs).is_ok());
+    // The size budget: at most 0.03 bytes per parameter per window.
+    EXPECT_LE(static_cast<double>(fetched->data.size()) / static_cast<double>(params), 0.03)
+        << fetched->data.size() << " bytes for " << params << " parameters";
+    // The sample digest is what a validator recomputes from the assignment.
+    auto idx = assign_samples(miner_uid_, w, dataset->num_samples(128), kSamples);
+    std::vector<std::uint64_t> ids;
+    for (auto i : *idx) ids.push_back(dataset->sample_id(i, 128));
+    EXPECT_EQ(opened->packet.sample_digest, data::sample_digest(ids));
+    model_digests.push_back(opened->packet.model_digest);
+    EXPECT_TRUE(fs::exists(dir_.path() / "miner-store" / keys::fingerprint(w)));
+    EXPECT_EQ(opened->packet.global_step, w == windows[0] ? 0u : 1u);
+  }
+  EXPECT_NE(model_digests[0], model_digests[1]);  // the second window started from the updated model
+
+  // The persisted state says so too.
+  std::ifstream current(dir_.path() / "miner-state/CURRENT");
+  std::string gen;
+  current >> gen;
+  auto state = nlohmann::json::parse(std::ifstream(dir_.path() / "miner-state" / gen / "state.json"));
+  EXPECT_EQ(state["global_step"], 1);
+  EXPECT_EQ(state["applied_window"], w0);
+  EXPECT_EQ(state["uploaded_window"], windows[1]);
+}
+
+TEST_F(MinerNodeTest, ResumesItsStateAndStopsCleanlyOnSigterm) {
+  {
+    testing::Child miner(miner_argv("--set miner.max_windows=1"), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+    EXPECT_EQ(miner.wait(120'000), 0);
+  }
+  ASSERT_EQ(uploaded_windows().size(), 1u);
+  testing::Child again(miner_argv(), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  std::string out = again.read_until("miner ready", 60'000);
+  EXPECT_THAT(out, HasSubstr("resumed miner state"));
+  out += again.read_until("trained window", 60'000);
+  again.signal(SIGTERM);
+  EXPECT_EQ(again.wait(30'000), 0);
+  out += again.read_until("miner stopped", 5'000);
+  EXPECT_THAT(out, HasSubstr("miner stopped"));
+}
+
+TEST_F(MinerNodeTest, RefusesAnUnregisteredKeyAndAWrongPassword) {
+  auto wrong = testing::run_process(miner_argv(), {{"CRUCIBLE_WALLET_PASSWORD", "nope"}});
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_THAT(wrong.out, HasSubstr("cannot decrypt"));
+
+  chain::KeystoreParams light;
+  light.scrypt_n = 1024;
+  auto stranger = chain::encrypt_keystore(chain_->dev_keys()[5], Secret("pw"), light);
+  const std::string stranger_file = (dir_.path() / "stranger.key").string();
+  ASSERT_TRUE(chain::write_secret_file(stranger_file, *stranger).is_ok());
+  std::string cmd = fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' "
+                                "--set miner.state_dir='{}' 2>&1",
+                                testing::bin("crucible-miner"), config_, CRUCIBLE_SOURCE_DIR, stranger_file,
+                                (dir_.path() / "stranger-state").string());
+  auto r = testing::run_process({"/bin/bash", "-c", cmd}, {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_THAT(r.out, HasSubstr("is not registered"));
+}
+
+}  // namespace
+}  // namespace crucible
