@@ -7,6 +7,7 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -185,6 +186,7 @@ TEST_F(MinerNodeTest, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate
     }
     EXPECT_EQ(specs.front().name, "model.embed_tokens.weight");
     EXPECT_TRUE(miner::decode_update(opened->packet, specs).is_ok());
+    std::cout << "window " << w << ": " << fetched->data.size() << " bytes for " << params << " parameters\n";
     // The size budget: at most 0.03 bytes per parameter per window.
     EXPECT_LE(static_cast<double>(fetched->data.size()) / static_cast<double>(params), 0.03)
         << fetched->data.size() << " bytes for " << params << " parameters";
