@@ -59,6 +59,33 @@ Result<AggregationSet> decode_set(std::string_view text) {
   return s;
 }
 
+std::string encode_checkpoint_pointer(const CheckpointPointer& p) {
+  return nlohmann::json{{"v", 1},           {"window", p.window}, {"global_step", p.global_step}, {"key", p.key},
+                        {"model", p.model}, {"basis", to_hex(p.basis)}}
+      .dump();
+}
+
+Result<CheckpointPointer> decode_checkpoint_pointer(std::string_view text) {
+  if (text.size() > kMaxSetBytes) return invalid_argument("checkpoint pointer of {} bytes", text.size());
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (!j.is_object() || j.value("v", 0) != 1 || !j.contains("window") || !j["window"].is_number_unsigned() ||
+      !j.contains("global_step") || !j["global_step"].is_number_unsigned() || !j.contains("key") ||
+      !j["key"].is_string() || !j.contains("model") || !j["model"].is_string() || !j.contains("basis") ||
+      !j["basis"].is_string()) {
+    return invalid_argument("checkpoint pointer: not a v1 object with window, global_step, key, model, basis");
+  }
+  CheckpointPointer p;
+  p.window = j["window"].get<std::uint64_t>();
+  p.global_step = j["global_step"].get<std::uint64_t>();
+  p.key = j["key"].get<std::string>();
+  CRUCIBLE_RETURN_IF_ERROR(storage::validate_key(p.key).with_context("checkpoint pointer key"));
+  p.model = j["model"].get<std::string>();
+  auto basis = from_hex_fixed<32>(j["basis"].get<std::string>());
+  if (!basis.is_ok()) return invalid_argument("checkpoint pointer: bad basis");
+  p.basis = *basis;
+  return p;
+}
+
 Result<std::vector<kernels::CompressedTensor>> decode_update(const packet::Packet& p,
                                                              const std::vector<TensorSpec>& specs) {
   if (p.tensors.size() != specs.size()) {

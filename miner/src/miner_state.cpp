@@ -42,7 +42,10 @@ Result<StateDir> StateDir::open(const fs::path& dir) {
   // The next generation number: one past the largest present.
   for (const auto& e : fs::directory_iterator(dir, ec)) {
     std::string n = e.path().filename().string();
-    if (n.starts_with("gen-")) s.next_gen_ = std::max<std::uint64_t>(s.next_gen_, std::stoull(n.substr(4)) + 1);
+    std::string digits = n.starts_with("gen-") ? n.substr(4) : "";
+    if (!digits.empty() && digits.size() < 19 && digits.find_first_not_of("0123456789") == std::string::npos) {
+      s.next_gen_ = std::max<std::uint64_t>(s.next_gen_, std::stoull(digits) + 1);
+    }
   }
   return s;
 }

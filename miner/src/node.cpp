@@ -12,6 +12,7 @@
 #include "crucible/chain/packet_signing.h"
 #include "crucible/chain/substrate.h"
 #include "crucible/common/dataset.h"
+#include "crucible/common/file_io.h"
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/object_keys.h"
@@ -61,6 +62,7 @@ struct MinerNode::Impl {
   MinerState state;
   std::uint16_t uid = 0;
   bool show_progress = false;
+  double window_end_s = 0;  // estimated end of the window being trained (Unix seconds)
 
   explicit Impl(const chain::PrivateKey& k) : key(k) {}
 
@@ -126,6 +128,12 @@ struct MinerNode::Impl {
         log::warn("listing aggregates failed", {{"error", windows.status().to_string()}});
         return Status::ok();
       }
+      if (Status ck = maybe_load_checkpoint(**lead, *windows); !ck.is_ok()) {
+        log::warn("checkpoint not loaded; will retry", {{"error", ck.to_string()}});
+        return Status::ok();
+      }
+      windows = published_after(**lead);
+      if (!windows.is_ok()) return Status::ok();
       for (std::uint64_t w : *windows) {
         Status st = apply_one(**lead, w);
         if (!st.is_ok()) {
@@ -140,6 +148,44 @@ struct MinerNode::Impl {
       }
       sleep_for(std::chrono::milliseconds(500), stop);
     }
+  }
+
+  // Loads the lead's latest checkpoint when the aggregate chain cannot be
+  // followed from the model we hold: a fresh miner joining late, or a gap.
+  Status maybe_load_checkpoint(storage::ObjectStore& lead, const std::vector<std::uint64_t>& windows) {
+    bool needed = false;
+    if (!windows.empty()) {
+      auto f = lead.get(keys::aggregate(windows.front()), kMaxSetBytes);
+      if (!f.is_ok()) return f.status();
+      auto set = decode_set(std::string_view(reinterpret_cast<const char*>(f->data.data()), f->data.size()));
+      needed = set.is_ok() && set->prev != state.applied_window;
+    } else {
+      needed = !state.applied_window;  // fresh: start from the newest model there is
+    }
+    if (!needed) return Status::ok();
+    auto latest = lead.get(keys::checkpoint_latest(), kMaxSetBytes);
+    if (latest.status().code() == StatusCode::kNotFound) return Status::ok();  // none yet: follow the chain
+    if (!latest.is_ok()) return latest.status();
+    CRUCIBLE_ASSIGN_OR_RETURN(CheckpointPointer ptr,
+                              decode_checkpoint_pointer(std::string_view(
+                                  reinterpret_cast<const char*>(latest->data.data()), latest->data.size())));
+    if (state.applied_window && ptr.window <= *state.applied_window) return Status::ok();
+    if (ptr.model != o.model.canonical()) {
+      return failed_precondition("the lead's checkpoint is for another model shape ({})", ptr.model);
+    }
+    CRUCIBLE_ASSIGN_OR_RETURN(storage::Fetched model, lead.get(ptr.key, o.storage.max_object_bytes));
+    const fs::path tmp = state_dir->path() / "download.safetensors";
+    CRUCIBLE_RETURN_IF_ERROR(files::write_file_atomic(tmp, model.data));
+    Status loaded = trainer->load_model(tmp);
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    CRUCIBLE_RETURN_IF_ERROR(loaded.with_context("the lead's checkpoint"));
+    state.applied_window = ptr.window;
+    state.global_step = ptr.global_step;
+    state.basis = ptr.basis;
+    CRUCIBLE_RETURN_IF_ERROR(commit());
+    log::info("loaded checkpoint", {{"window", ptr.window}, {"global_step", ptr.global_step}, {"key", ptr.key}});
+    return Status::ok();
   }
 
   Status apply_one(storage::ObjectStore& lead, std::uint64_t w) {
@@ -185,6 +231,7 @@ struct MinerNode::Impl {
     Fingerprint fp = take_fingerprint(w, uid, state.basis, trainer->specs(),
                                       [&](std::size_t t, std::int64_t i) { return trainer->value(t, i); });
     CRUCIBLE_ASSIGN_OR_RETURN(auto samples, samples_for(w));
+    window_end_s = estimate_window_end(w, stop);
     const auto n = static_cast<std::int64_t>(o.protocol.samples_per_window);
     CRUCIBLE_ASSIGN_OR_RETURN(
         WindowResult r, trainer->train_window(samples.first, n, [&](const StepInfo& s) { progress(w, s); }, &stop));
@@ -253,10 +300,25 @@ struct MinerNode::Impl {
     return Status::ok();
   }
 
+  // When window w ends, from the chain: the head's timestamp plus the blocks
+  // still to come at the recent block interval. 0 when it cannot be read.
+  double estimate_window_end(std::uint64_t w, const std::atomic<bool>& stop) {
+    auto head = block_number(stop);
+    if (!head.is_ok()) return 0;
+    const std::uint64_t span = std::min<std::uint64_t>(*head, 20);
+    auto now = chain->block(*head);
+    auto before = chain->block(*head - span);
+    if (!now.is_ok() || !before.is_ok() || span == 0) return 0;
+    const double spb = static_cast<double>(now->timestamp - before->timestamp) / static_cast<double>(span);
+    const std::uint64_t end = (w + 1) * o.protocol.blocks_per_window;
+    return static_cast<double>(now->timestamp) + spb * static_cast<double>(end > *head ? end - *head : 0);
+  }
+
   void progress(std::uint64_t w, const StepInfo& s) {
+    const double left = window_end_s > 0 ? std::max(0.0, window_end_s - now_s()) : 0;
     if (show_progress) {
-      fmt::print(stderr, "\r\033[Kwindow {} step {}/{} loss {:.4f} {:.0f} tokens/s", w, s.step, s.steps, s.loss,
-                 s.tokens_per_second);
+      fmt::print(stderr, "\r\033[Kwindow {} step {}/{} loss {:.4f} {:.0f} tokens/s {:.0f} s left in window", w,
+                 s.step, s.steps, s.loss, s.tokens_per_second, left);
     } else {
       log::debug("inner step", {{"window", w}, {"step", s.step}, {"loss", s.loss}, {"tokens_per_s", s.tokens_per_second}});
     }

@@ -34,6 +34,20 @@ std::string encode_set(const AggregationSet& set);
 // oversize input are invalid_argument.
 Result<AggregationSet> decode_set(std::string_view json);
 
+// checkpoint/LATEST.json, written by the lead after the checkpoint itself:
+// {v, window (the last aggregate in the model), global_step, key (of the
+// model.safetensors), model (ModelConfig::canonical), basis (Keccak-256 of
+// that window's aggregation set, hex)}.
+struct CheckpointPointer {
+  std::uint64_t window = 0;
+  std::uint64_t global_step = 0;
+  std::string key;
+  std::string model;
+  chain::Hash32 basis{};
+};
+std::string encode_checkpoint_pointer(const CheckpointPointer& p);
+Result<CheckpointPointer> decode_checkpoint_pointer(std::string_view json);
+
 // The model's tensors, in order: what a packet must carry.
 struct TensorSpec {
   std::string name;
