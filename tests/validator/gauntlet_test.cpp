@@ -1,0 +1,207 @@
+#include "crucible/validator/gauntlet.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "support/process.h"
+
+namespace crucible::validator {
+namespace {
+
+Evaluation eval(std::uint16_t uid, double before_own, double after_own, double before_rand, double after_rand) {
+  return {uid, true, "", before_own, after_own, before_rand, after_rand};
+}
+
+TEST(OpenSkill, OneOnOneMatchesTheHandComputation) {
+  // Two default ratings, beta 25/6, no tau: c = sqrt(2 (sigma^2 + beta^2)); the
+  // winner's omega is sigma^2/c * 1/2, delta gamma * sigma^2/c^2 * 1/4.
+  auto r = rate({{Rating{}}, {Rating{}}}, {1, 2}, OpenSkillParams{});
+  const double s2 = (25.0 / 3) * (25.0 / 3), c = std::sqrt(2 * (s2 + (25.0 / 6) * (25.0 / 6)));
+  EXPECT_NEAR(r[0][0].mu, 25 + s2 / c * 0.5, 1e-12);
+  EXPECT_NEAR(r[1][0].mu, 25 - s2 / c * 0.5, 1e-12);
+  const double delta = (25.0 / 3) / c * s2 / (c * c) * 0.25;
+  EXPECT_NEAR(r[0][0].sigma, (25.0 / 3) * std::sqrt(1 - delta), 1e-12);
+  // openskill's published 1-v-1 values
+  EXPECT_NEAR(r[0][0].mu, 27.63523138347365, 1e-9);
+  EXPECT_NEAR(r[0][0].sigma, 8.065506316323548, 1e-9);
+}
+
+TEST(OpenSkill, MatchesThePublishedTeamExample) {
+  // openskill.js / openskill.py README: a1, a2 beat b1, b2.
+  auto r = rate({{Rating{}, Rating{32.444, 5.123}}, {Rating{43.381, 2.421}, Rating{25.188, 6.211}}}, {1, 2},
+                OpenSkillParams{});
+  EXPECT_NEAR(r[0][0].mu, 28.669648436582808, 1e-9);
+  EXPECT_NEAR(r[0][0].sigma, 8.071520788025197, 1e-9);
+  EXPECT_NEAR(r[0][1].mu, 33.83086971107981, 1e-9);
+  EXPECT_NEAR(r[0][1].sigma, 5.062772998705765, 1e-9);
+  EXPECT_NEAR(r[1][0].mu, 43.071274808241974, 1e-9);
+  EXPECT_NEAR(r[1][0].sigma, 2.4166900452721256, 1e-9);
+  EXPECT_NEAR(r[1][1].mu, 23.149503312339064, 1e-9);
+  EXPECT_NEAR(r[1][1].sigma, 6.1378606973362135, 1e-9);
+}
+
+TEST(OpenSkill, AgreesWithOpenskillJsOnCruciblesSettings) {
+  const std::string script = std::string(CRUCIBLE_SOURCE_DIR) + "/tools/interop/openskill.mjs";
+  if (!std::filesystem::exists(std::string(CRUCIBLE_SOURCE_DIR) + "/tools/node_modules/openskill")) {
+    GTEST_SKIP() << "tools/node_modules not installed (scripts/setup.sh)";
+  }
+  // Five uids, one tie, crucible's beta 7 and tau 0.1, ranks given out of order.
+  std::vector<Rating> in{{25, 25.0 / 3}, {30, 4}, {18, 6}, {22, 7.5}, {27, 2}};
+  std::vector<int> ranks{3, 1, 5, 3, 2};
+  nlohmann::json teams = nlohmann::json::array();
+  std::vector<std::vector<Rating>> ours_in;
+  for (const auto& r : in) {
+    teams.push_back({{{"mu", r.mu}, {"sigma", r.sigma}}});
+    ours_in.push_back({r});
+  }
+  nlohmann::json game = {{"teams", teams}, {"rank", ranks}, {"beta", 7.0}, {"tau", 0.1}};
+  auto out = testing::run_process({"/usr/bin/node", script, game.dump()});
+  ASSERT_EQ(out.exit_code, 0) << out.err;
+  auto js = nlohmann::json::parse(out.out);
+  auto ours = rate(ours_in, ranks, OpenSkillParams{7.0, 0.1, 1e-4});
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    EXPECT_NEAR(ours[i][0].mu, js[i][0]["mu"].get<double>(), 1e-9) << i;
+    EXPECT_NEAR(ours[i][0].sigma, js[i][0]["sigma"].get<double>(), 1e-9) << i;
+  }
+}
+
+TEST(Gauntlet, GradientScoreAndBinaryIndicatorByHand) {
+  auto e = eval(1, 4.0, 3.0, 5.0, 4.5);  // own improves 25%, random 10%
+  EXPECT_DOUBLE_EQ(gradient_score(e), 0.1);
+  EXPECT_EQ(binary_indicator(e), 1);
+  auto lazy = eval(2, 4.0, 3.9, 5.0, 4.5);  // own 2.5% < random 10%: not its data
+  EXPECT_EQ(binary_indicator(lazy), -1);
+  Evaluation bad{3, false, "nan", 0, 0, 0, 0};
+  EXPECT_EQ(gradient_score(bad), 0);
+  EXPECT_EQ(binary_indicator(bad), -1);
+}
+
+TEST(Gauntlet, SyncScoreByHand) {
+  ScoringParams p;
+  EXPECT_DOUBLE_EQ(sync_score(0, p), 1.0);
+  EXPECT_NEAR(sync_score(1.5, p), std::pow(0.5, 2.5), 1e-15);
+  EXPECT_DOUBLE_EQ(sync_score(3, p), 0.0);
+  EXPECT_DOUBLE_EQ(sync_score(10, p), 0.0);
+  EXPECT_DOUBLE_EQ(sync_score(std::nan(""), p), 0.0);
+}
+
+TEST(Gauntlet, FinalScoreCombinesTheFactors) {
+  ScoringParams p;
+  std::map<std::uint16_t, MinerScore> s;
+  WindowInput in;
+  in.window = 10;
+  in.evaluations = {eval(1, 4, 3, 5, 4), eval(2, 4, 3.95, 5, 4.9)};  // uid 2: own 1.25% < random 2%
+  in.uploaded = {1, 2};
+  in.candidates = {1, 2, 3};
+  in.steps_behind = {{1, 0.0}, {2, 1.5}};
+  score_window(s, in, p);
+  // uid 1: ranked first, binary +1 -> BMA 0.05, sync 1.
+  EXPECT_DOUBLE_EQ(s[1].bma, 0.05);
+  EXPECT_GT(s[1].rating.mu, 25);
+  EXPECT_NEAR(s[1].final_score, s[1].rating.ordinal() * 0.05 * 1.0 * 1.0, 1e-12);
+  // uid 2: binary -1 -> BMA -0.05 -> max(0, BMA) = 0.
+  EXPECT_DOUBLE_EQ(s[2].bma, -0.05);
+  EXPECT_DOUBLE_EQ(s[2].final_score, 0.0);
+  EXPECT_NEAR(s[2].sync, std::pow(0.5, 2.5), 1e-15);
+  // uid 3 uploaded nothing: penalty 0.75, and it waits longer.
+  EXPECT_DOUBLE_EQ(s[3].penalty, 0.75);
+  EXPECT_EQ(s[3].waiting, 2u);
+  EXPECT_EQ(s[1].waiting, 1u);
+  in.window = 11;
+  in.evaluations.clear();
+  in.uploaded = {1, 2};
+  score_window(s, in, p);
+  EXPECT_DOUBLE_EQ(s[3].penalty, 0.75 * 0.75);
+  EXPECT_DOUBLE_EQ(s[1].penalty, 1.0);
+}
+
+TEST(Gauntlet, TwoNegativeFactorsNeverMakeAPositiveScore) {
+  ScoringParams p;
+  std::map<std::uint16_t, MinerScore> s;
+  s[7].rating = Rating{5, 5};  // ordinal -10
+  s[7].bma = -0.5;
+  WindowInput in;
+  in.window = 1;
+  in.candidates = {7};
+  in.uploaded = {7};
+  score_window(s, in, p);
+  EXPECT_LT(s[7].rating.ordinal(), 0);
+  EXPECT_LE(s[7].final_score, 0.0);  // -10 * max(0, -0.5) = 0, not +5
+  auto w = weights(s, p);
+  EXPECT_DOUBLE_EQ(w[7], 0.0);
+  // A negative ordinal with a positive BMA stays negative and gets no weight.
+  s[7].bma = 0.5;
+  score_window(s, in, p);
+  EXPECT_LT(s[7].final_score, 0.0);
+  EXPECT_DOUBLE_EQ(weights(s, p)[7], 0.0);
+}
+
+TEST(Gauntlet, InvalidUpdatesRankLastAndScoreZero) {
+  ScoringParams p;
+  std::map<std::uint16_t, MinerScore> s;
+  for (std::uint16_t u : {1, 2, 3}) s[u].bma = 0.5;
+  WindowInput in;
+  in.window = 3;
+  in.evaluations = {eval(1, 4, 3, 5, 4), Evaluation{2, false, "non-finite values", 0, 0, 0, 0}, eval(3, 4, 3.5, 5, 4.6)};
+  in.uploaded = {1, 2, 3};
+  in.candidates = {1, 2, 3};
+  score_window(s, in, p);
+  EXPECT_GT(s[1].rating.mu, s[3].rating.mu);
+  EXPECT_GT(s[3].rating.mu, s[2].rating.mu);  // the invalid one is last
+  EXPECT_DOUBLE_EQ(s[2].final_score, 0.0);
+  EXPECT_TRUE(s[2].zeroed);
+  EXPECT_GT(s[1].final_score, 0.0);
+}
+
+TEST(Gauntlet, WeightsArePowerNormalisedAndQuantised) {
+  ScoringParams p;
+  std::map<std::uint16_t, MinerScore> s;
+  s[1].final_score = 2;
+  s[2].final_score = 1;
+  s[3].final_score = -4;
+  auto w = weights(s, p);
+  EXPECT_DOUBLE_EQ(w[1], 0.8);  // 4 / (4 + 1)
+  EXPECT_DOUBLE_EQ(w[2], 0.2);
+  EXPECT_DOUBLE_EQ(w[3], 0.0);
+  auto [uids, values] = quantize_weights(w);
+  EXPECT_EQ(uids, (std::vector<std::uint16_t>{1, 2}));
+  EXPECT_EQ(values, (std::vector<std::uint16_t>{65535, 16384}));  // round(0.25 * 65535)
+  std::map<std::uint16_t, MinerScore> none;
+  none[1].final_score = 0;
+  EXPECT_TRUE(quantize_weights(weights(none, p)).first.empty());
+}
+
+TEST(Gauntlet, EvaluationChoiceIsSeededAndFavoursTheWaiting) {
+  std::map<std::uint16_t, MinerScore> s;
+  std::vector<std::uint16_t> c{1, 2, 3, 4, 5, 6};
+  EXPECT_EQ(choose_for_evaluation(c, s, 3, 42), choose_for_evaluation(c, s, 3, 42));
+  EXPECT_EQ(choose_for_evaluation(c, s, 10, 1).size(), 6u);
+  s[6].waiting = 1000;
+  int picked = 0;
+  for (std::uint64_t seed = 0; seed < 50; ++seed) {
+    auto chosen = choose_for_evaluation(c, s, 1, seed);
+    picked += chosen[0] == 6;
+  }
+  EXPECT_GT(picked, 45);
+}
+
+TEST(Gauntlet, IndexOverlapCountsSharedChoices) {
+  std::vector<std::int64_t> shape{64, 64};
+  std::vector<float> x(4096), y(4096);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = std::sin(static_cast<float>(i));
+    y[i] = std::cos(static_cast<float>(i) * 1.7f);
+  }
+  auto a = kernels::compress(x, shape, 1), b = kernels::compress(y, shape, 1);
+  std::vector<kernels::CompressedTensor> va{*a}, vb{*b};
+  EXPECT_DOUBLE_EQ(index_overlap(va, va), 1.0);
+  EXPECT_LT(index_overlap(va, vb), 0.2);
+}
+
+}  // namespace
+}  // namespace crucible::validator

@@ -1,0 +1,91 @@
+// Gauntlet scoring (protocol.md §6): from one window's evaluations to every
+// uid's rating, binary moving average, sync score, penalties, final score
+// and weights. Pure: no I/O, no clock, no torch; the same inputs give the
+// same scores on every validator.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crucible/kernels/error_feedback.h"
+#include "crucible/validator/openskill.h"
+
+namespace crucible::validator {
+
+struct ScoringParams {
+  OpenSkillParams openskill{7.0, 0.1, 1e-4};
+  double bma_alpha = 0.05;        // BMA <- (1 - alpha) * BMA + alpha * binary
+  double sync_max_steps = 3.0;    // x is capped here
+  double sync_power = 2.5;        // sync = max(0, 1 - min(x, cap)/cap)^power
+  double missing_penalty = 0.75;  // per consecutive window without a valid upload
+  double weight_power = 2.0;      // w_i ∝ max(0, final_i)^power
+};
+
+// One uid's evaluation in a window. An invalid one (bad packet, NaN, copy,
+// wrong data ...) carries its reason; its losses are unused.
+struct Evaluation {
+  std::uint16_t uid = 0;
+  bool valid = false;
+  std::string reason;  // why not valid
+  double loss_before_own = 0, loss_after_own = 0;
+  double loss_before_rand = 0, loss_after_rand = 0;
+};
+
+// (before_rand - after_rand) / before_rand: the improvement on data the
+// miner could not have chosen.
+double gradient_score(const Evaluation& e);
+// +1 when the relative improvement on the uid's own data beats the one on
+// random data (it trained on what it was assigned), else -1.
+int binary_indicator(const Evaluation& e);
+// max(0, 1 - min(x, cap) / cap)^power for x windows behind.
+double sync_score(double steps_behind, const ScoringParams& p);
+
+struct MinerScore {
+  Rating rating;
+  double bma = 0;
+  double sync = 1;
+  double penalty = 1;  // missing_penalty ^ consecutive windows without a valid upload
+  bool zeroed = false;  // invalid in its last evaluated window: final 0 until evaluated valid again
+  std::optional<std::uint64_t> last_evaluated;
+  std::uint32_t waiting = 1;  // windows since last evaluated (for fair sampling)
+  double last_gradient_score = 0;
+  double final_score = 0;
+};
+
+struct WindowInput {
+  std::uint64_t window = 0;
+  std::vector<Evaluation> evaluations;              // the uids evaluated this window
+  std::vector<std::uint16_t> uploaded;              // uids with a valid upload (evaluated or not)
+  std::vector<std::uint16_t> candidates;            // every uid that could have uploaded (miners)
+  std::map<std::uint16_t, double> steps_behind;     // from fingerprints, where known
+};
+
+// Updates `scores` in place: rank the evaluated uids by gradient score
+// (invalid ones tie for last) and rate them; BMA from the binary indicator;
+// sync; penalties for candidates without a valid upload; the final score
+//   final = ordinal * max(0, BMA) * sync * penalty  (0 when zeroed),
+// and waiting counters.
+void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput& input, const ScoringParams& p);
+
+// Normalised weights ∝ max(0, final)^power (all zero when no score is positive).
+std::map<std::uint16_t, double> weights(const std::map<std::uint16_t, MinerScore>& scores, const ScoringParams& p);
+// For the chain: the largest weight becomes 65535, others in proportion
+// (rounded); zero weights are left out.
+std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> quantize_weights(
+    const std::map<std::uint16_t, double>& w);
+
+// Which uids to evaluate: up to `count` of the candidates, drawn without
+// replacement with probability ∝ waiting counter, from a SplitMix64 stream
+// seeded by `seed` (the validator's private seed mixed with the window).
+std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t>& candidates,
+                                                 const std::map<std::uint16_t, MinerScore>& scores, std::size_t count,
+                                                 std::uint64_t seed);
+
+// Mean over tensors of |I_a ∩ I_b| / |I_a| of the kept indices, block by
+// block (same layouts): how much of b's choice a repeats. 0 for other layouts.
+double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std::vector<kernels::CompressedTensor>& b);
+
+}  // namespace crucible::validator
