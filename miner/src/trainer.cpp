@@ -151,6 +151,31 @@ Result<double> Trainer::evaluate(std::span<const std::int64_t> samples, std::int
   return m.model->loss(all).item<double>();
 }
 
+Result<std::pair<double, double>> Trainer::evaluate_update(const std::vector<std::vector<float>>& update, double scale,
+                                                           std::span<const std::int64_t> a, std::int64_t n_a,
+                                                           std::span<const std::int64_t> b, std::int64_t n_b) {
+  auto& m = *impl_;
+  std::vector<at::Tensor> saved;
+  {
+    at::NoGradGuard g;
+    for (const auto& p : m.model->parameters()) saved.push_back(p.tensor.detach().clone());
+  }
+  Status st = apply_aggregate(update, scale);
+  Result<double> la = st.is_ok() ? evaluate(a, n_a) : Result<double>(st);
+  Result<double> lb = st.is_ok() && la.is_ok() ? evaluate(b, n_b) : Result<double>(la.status());
+  {
+    at::NoGradGuard g;
+    for (std::size_t i = 0; i < saved.size(); ++i) const_cast<at::Tensor&>(m.model->parameters()[i].tensor).copy_(saved[i]);
+  }
+  if (!la.is_ok()) return la.status();
+  if (!lb.is_ok()) return lb.status();
+  return std::make_pair(*la, *lb);
+}
+
+Status Trainer::save_model(const fs::path& file, const std::map<std::string, std::string>& metadata) const {
+  return impl_->model->save(file, metadata);
+}
+
 Status Trainer::save(const fs::path& dir, std::uint64_t inner_steps) const {
   (void)inner_steps;
   CRUCIBLE_RETURN_IF_ERROR(impl_->model->save(dir / "model.safetensors"));

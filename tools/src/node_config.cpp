@@ -32,6 +32,10 @@ config::Schema make_schema(Role role, NodeConfig& config) {
   storage::bind_options(schema, config.storage);
   model::bind_options(schema, config.model);
   if (role == Role::kMiner || role == Role::kAny) miner::bind_options(schema, config.miner);
+  if (role == Role::kValidator || role == Role::kAny) {
+    validator::bind_options(schema, config.validator);
+    validator::bind_options(schema, config.api);
+  }
   return schema;
 }
 

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <span>
 #include <vector>
@@ -54,6 +55,13 @@ class Trainer {
   Status apply_aggregate(const std::vector<std::vector<float>>& aggregate, double alpha);
   // Mean loss over samples (no gradient), e.g. for a held-out split.
   Result<double> evaluate(std::span<const std::int64_t> samples, std::int64_t n);
+  // The validator's probe: with theta' = theta - scale * update, the mean
+  // losses on `a` (n_a samples) and `b` (n_b samples); theta is then put
+  // back bit for bit.
+  Result<std::pair<double, double>> evaluate_update(const std::vector<std::vector<float>>& update, double scale,
+                                                    std::span<const std::int64_t> a, std::int64_t n_a,
+                                                    std::span<const std::int64_t> b, std::int64_t n_b);
+  Status save_model(const std::filesystem::path& file, const std::map<std::string, std::string>& metadata) const;
 
   // model.safetensors and optimizer.pt in dir (each written atomically).
   Status save(const std::filesystem::path& dir, std::uint64_t inner_steps) const;

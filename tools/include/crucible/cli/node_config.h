@@ -14,6 +14,7 @@
 #include "crucible/common/model_config.h"
 #include "crucible/common/protocol_options.h"
 #include "crucible/miner/miner_options.h"
+#include "crucible/validator/validator_options.h"
 #include "crucible/storage/storage_options.h"
 
 namespace crucible::cli {
@@ -28,6 +29,8 @@ struct NodeConfig {
   storage::StorageOptions storage;
   model::ModelConfig model;  // miners and validators
   miner::MinerOptions miner;
+  validator::ValidatorOptions validator;
+  validator::ApiOptions api;
 };
 
 // Binds every section that `role` reads; kAny binds the union (for `config check`).

@@ -1,0 +1,124 @@
+#include <charconv>
+
+#include <nlohmann/json.hpp>
+
+#include "crucible/common/metrics.h"
+#include "crucible/validator/api_server.h"
+#include "crucible/validator/state.h"
+
+namespace crucible::validator {
+namespace {
+
+using nlohmann::json;
+constexpr std::size_t kMaxHistory = 1000;
+
+ApiResponse reply(int status, const json& body) { return {status, "application/json", body.dump() + "\n"}; }
+ApiResponse error(int status, const std::string& message) { return reply(status, {{"error", message}}); }
+
+template <typename Int>
+std::optional<Int> parse_int(std::string_view s) {
+  Int v{};
+  if (s.empty() || s.size() > 20) return std::nullopt;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+json parse_value(const Bytes& b) { return json::parse(b.begin(), b.end(), nullptr, false); }
+
+Result<std::map<std::uint16_t, MinerScore>> all_scores(storage::StateStore& db) {
+  CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db.scan(storage::Family::kRatings, "uid/"));
+  std::map<std::uint16_t, MinerScore> out;
+  for (const auto& [k, v] : rows) {
+    auto uid = parse_int<std::uint16_t>(std::string_view(k).substr(4));
+    json j = parse_value(v);
+    if (uid && j.is_object()) out[*uid] = score_from_json(j);
+  }
+  return out;
+}
+
+json score_json(std::uint16_t uid, const MinerScore& s, double weight) {
+  json j = to_json(s);
+  j["uid"] = uid;
+  j["weight"] = weight;
+  return j;
+}
+
+ApiResponse scores(storage::StateStore& db) {
+  auto s = all_scores(db);
+  if (!s.is_ok()) return error(500, s.status().to_string());
+  auto w = weights(*s, ScoringParams{});
+  json list = json::array();
+  for (const auto& [uid, score] : *s) list.push_back(score_json(uid, score, w[uid]));
+  auto last = db.last_committed_window();
+  json body = {{"uids", list}};
+  body["window"] = last.is_ok() && *last ? json(**last) : json(nullptr);
+  return reply(200, body);
+}
+
+ApiResponse miner(storage::StateStore& db, std::string_view arg) {
+  auto uid = parse_int<std::uint16_t>(arg);
+  if (!uid) return error(400, "uid must be an integer in 0..65535");
+  auto s = all_scores(db);
+  if (!s.is_ok()) return error(500, s.status().to_string());
+  if (!s->count(*uid)) return error(404, "no such uid");
+  auto w = weights(*s, ScoringParams{});
+  json history = json::array();
+  auto rows = db.scan(storage::Family::kWindowScores, "w/");
+  if (!rows.is_ok()) return error(500, rows.status().to_string());
+  const std::string suffix = "/uid/" + fmt::format("{:05}", *uid);
+  for (const auto& [k, v] : *rows) {
+    if (k.size() > suffix.size() && k.ends_with(suffix)) {
+      json r = parse_value(v);
+      r["window"] = parse_int<std::uint64_t>(std::string_view(k).substr(2, 12)).value_or(0);
+      history.push_back(std::move(r));
+      if (history.size() > kMaxHistory) history.erase(history.begin());
+    }
+  }
+  return reply(200, {{"uid", *uid}, {"score", score_json(*uid, (*s)[*uid], w[*uid])}, {"history", history}});
+}
+
+ApiResponse window(storage::StateStore& db, std::string_view arg) {
+  auto w = parse_int<std::uint64_t>(arg);
+  if (!w) return error(400, "window must be a non-negative integer");
+  auto rows = db.scan(storage::Family::kWindowScores, window_prefix(*w));
+  if (!rows.is_ok()) return error(500, rows.status().to_string());
+  if (rows->empty()) return error(404, "window not evaluated");
+  json body = {{"window", *w}};
+  json uids = json::array();
+  json rejections = json::array();
+  for (const auto& [k, v] : *rows) {
+    json r = parse_value(v);
+    if (k.ends_with("summary")) {
+      body["summary"] = r;
+    } else {
+      if (r.contains("reason")) rejections.push_back({{"uid", r["uid"]}, {"reason", r["reason"]}});
+      uids.push_back(std::move(r));
+    }
+  }
+  body["uids"] = uids;
+  body["rejections"] = rejections;
+  return reply(200, body);
+}
+
+ApiResponse weights_route(storage::StateStore& db) {
+  auto rows = db.scan(storage::Family::kWeightsLog, "epoch/");
+  if (!rows.is_ok()) return error(500, rows.status().to_string());
+  if (rows->empty()) return error(404, "no weights posted yet");
+  return reply(200, parse_value(rows->back().second));
+}
+
+}  // namespace
+
+ApiResponse handle_get(storage::StateStore& db, std::string_view target) {
+  std::string_view path = target.substr(0, target.find('?'));
+  if (path == "/healthz") return reply(200, {{"status", "ok"}});
+  if (path == "/metrics") return {200, "text/plain; version=0.0.4", metrics::global().render()};
+  if (path == "/v1/scores") return scores(db);
+  if (path == "/v1/weights") return weights_route(db);
+  if (path.starts_with("/v1/miners/")) return miner(db, path.substr(11));
+  if (path.starts_with("/v1/windows/")) return window(db, path.substr(12));
+  return error(404, "unknown path");
+}
+
+}  // namespace crucible::validator

@@ -1,0 +1,30 @@
+#include "crucible/validator/validator_options.h"
+
+namespace crucible::validator {
+
+void bind_options(config::Schema& s, ValidatorOptions& o) {
+  s.add_string("validator.data_dir", &o.data_dir, "Token shards (the same files as the miners').");
+  s.add_string("validator.state_dir", &o.state_dir, "RocksDB state and the validator's copy of the model.");
+  s.add_int("validator.eval_per_window", &o.eval_per_window, "Uids evaluated per window.", 1, 4096);
+  s.add_int("validator.eval_batches", &o.eval_batches, "Samples per loss measurement.", 1, 4096);
+  s.add_double("validator.eval_lr_factor", &o.eval_lr_factor, "Share of the outer step applied when evaluating.", 0, 10);
+  s.add_int("validator.weights_every", &o.weights_every, "Windows between weight posts.", 1, 1'000'000);
+  s.add_int("validator.checkpoint_every", &o.checkpoint_every, "Windows between the lead's checkpoints.", 1, 1'000'000);
+  s.add_double("validator.copy_overlap", &o.copy_overlap, "Mean top-k index overlap that counts as a copy.", 0, 1);
+  s.add_int("validator.fetch_parallelism", &o.fetch_parallelism, "Concurrent packet downloads.", 1, 256);
+  s.add_double("validator.fetch_deadline_s", &o.fetch_deadline_s, "Deadline of one packet download.", 0.1, 3600);
+  s.add_string("validator.device", &o.device, "Where to evaluate.", {"cpu", "cuda"});
+  s.add_int("validator.threads", &o.threads, "Compute threads (0 = all cores).", 0, 1024);
+  s.add_int("validator.max_windows", &o.max_windows, "Stop after this many windows (0 = run until stopped).", 0,
+            1'000'000'000);
+}
+
+void bind_options(config::Schema& s, ApiOptions& o) {
+  s.add_string("api.bind", &o.bind, "Address of the score API.");
+  s.add_int("api.port", &o.port, "Port of the score API (0 = off).");
+  s.add_int("api.max_connections", &o.max_connections, "Open connections at most.", 1, 100'000);
+  s.add_double("api.idle_timeout_s", &o.idle_timeout_s, "Idle connections are closed after this.", 0.1, 3600);
+  s.add_int("api.max_header_bytes", &o.max_header_bytes, "Largest request head.", 512, 1 << 20);
+}
+
+}  // namespace crucible::validator
