@@ -1,0 +1,173 @@
+// The score API over real HTTP on loopback, on a RocksDB state written the
+// way the validator writes it.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "crucible/common/metrics.h"
+#include "crucible/validator/api_server.h"
+#include "crucible/validator/state.h"
+#include "support/temp_dir.h"
+
+namespace crucible::validator {
+namespace {
+
+using ::testing::HasSubstr;
+
+Bytes bytes_of(const nlohmann::json& j) {
+  std::string s = j.dump();
+  return Bytes(s.begin(), s.end());
+}
+
+// A raw client: connect, send exactly `request`, read until the server closes
+// or `timeout_ms` passes.
+std::string http_exchange(std::uint16_t port, const std::string& request, int timeout_ms = 3000) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return "connect failed";
+  }
+  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  if (!request.empty()) (void)!write(fd, request.data(), request.size());
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    ssize_t n = read(fd, buf, sizeof buf);
+    if (n <= 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+std::string get(std::uint16_t port, const std::string& path) {
+  return http_exchange(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+}
+
+nlohmann::json body_of(const std::string& response) {
+  auto at = response.find("\r\n\r\n");
+  return nlohmann::json::parse(response.substr(at + 4));
+}
+
+class ApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto db = storage::StateStore::open((dir_.path() / "db").string());
+    ASSERT_TRUE(db.is_ok());
+    db_ = std::move(*db);
+    MinerScore a, b;
+    a.rating = {30, 4};
+    a.bma = 0.2;
+    a.final_score = (30 - 12) * 0.2;
+    a.last_evaluated = 7;
+    b.final_score = 0;
+    storage::StateStore::Batch batch;
+    batch.put(storage::Family::kRatings, rating_key(1), bytes_of(to_json(a)));
+    batch.put(storage::Family::kRatings, rating_key(2), bytes_of(to_json(b)));
+    batch.put(storage::Family::kWindowScores, window_summary_key(7), bytes_of({{"evaluated", {1}}, {"aggregate", {1}}}));
+    batch.put(storage::Family::kWindowScores, window_uid_key(7, 1), bytes_of({{"uid", 1}, {"valid", true}, {"loss_before_own", 5.0}}));
+    batch.put(storage::Family::kWindowScores, window_uid_key(7, 2),
+              bytes_of({{"uid", 2}, {"valid", false}, {"reason", "sample digest mismatch"}}));
+    ASSERT_TRUE(db_->commit_window(7, std::move(batch)).is_ok());
+    storage::StateStore::Batch w;
+    w.put(storage::Family::kWeightsLog, epoch_key(3), bytes_of({{"status", "confirmed"}, {"tx", "0xabc"}, {"uids", {1}}}));
+    ASSERT_TRUE(db_->commit(std::move(w)).is_ok());
+    ApiOptions o;
+    o.port = 0;  // any free port (the binary treats 0 as off; the server itself takes it)
+    o.idle_timeout_s = 1.0;
+    o.max_connections = 4;
+    auto s = ApiServer::start(o, *db_);
+    ASSERT_TRUE(s.is_ok()) << s.status();
+    server_ = std::move(*s);
+  }
+
+  testing::TempDir dir_;
+  std::unique_ptr<storage::StateStore> db_;
+  std::unique_ptr<ApiServer> server_;
+};
+
+TEST_F(ApiTest, ScoresListEveryUidWithWeights) {
+  auto r = get(server_->port(), "/v1/scores");
+  EXPECT_THAT(r, HasSubstr("HTTP/1.1 200"));
+  EXPECT_THAT(r, HasSubstr("application/json"));
+  auto j = body_of(r);
+  EXPECT_EQ(j["window"], 7);
+  ASSERT_EQ(j["uids"].size(), 2u);
+  EXPECT_EQ(j["uids"][0]["uid"], 1);
+  EXPECT_DOUBLE_EQ(j["uids"][0]["weight"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(j["uids"][0]["mu"].get<double>(), 30.0);
+  EXPECT_DOUBLE_EQ(j["uids"][1]["weight"].get<double>(), 0.0);
+}
+
+TEST_F(ApiTest, MinerWindowAndWeightsRoutes) {
+  auto m = body_of(get(server_->port(), "/v1/miners/2"));
+  ASSERT_EQ(m["history"].size(), 1u);
+  EXPECT_EQ(m["history"][0]["reason"], "sample digest mismatch");
+  EXPECT_EQ(m["history"][0]["window"], 7);
+  auto w = body_of(get(server_->port(), "/v1/windows/7"));
+  EXPECT_EQ(w["summary"]["aggregate"], nlohmann::json::array({1}));
+  ASSERT_EQ(w["rejections"].size(), 1u);
+  EXPECT_EQ(w["rejections"][0]["uid"], 2);
+  EXPECT_EQ(body_of(get(server_->port(), "/v1/weights"))["tx"], "0xabc");
+  EXPECT_THAT(get(server_->port(), "/healthz"), HasSubstr("\"ok\""));
+  metrics::global().set(metrics::Gauge::kWindow, 7, {{"role", "validator"}});
+  EXPECT_THAT(get(server_->port(), "/metrics"), HasSubstr("crucible_window{role=\"validator\"} 7"));
+}
+
+TEST_F(ApiTest, ErrorsAreJsonWithTheRightStatus) {
+  auto p = server_->port();
+  EXPECT_THAT(get(p, "/nope"), HasSubstr("HTTP/1.1 404"));
+  EXPECT_EQ(body_of(get(p, "/nope"))["error"], "unknown path");
+  EXPECT_THAT(get(p, "/v1/miners/abc"), HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(get(p, "/v1/miners/70000"), HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(get(p, "/v1/miners/9"), HasSubstr("HTTP/1.1 404"));
+  EXPECT_THAT(get(p, "/v1/windows/-1"), HasSubstr("HTTP/1.1 400"));
+  EXPECT_THAT(get(p, "/v1/windows/8"), HasSubstr("HTTP/1.1 404"));
+  EXPECT_THAT(http_exchange(p, "POST /v1/scores HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"), HasSubstr("HTTP/1.1 405"));
+  EXPECT_THAT(http_exchange(p, "GET /v1/scores HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"), HasSubstr("HTTP/1.1 413"));
+  EXPECT_THAT(http_exchange(p, "NOT HTTP AT ALL\r\n\r\n"), HasSubstr("HTTP/1.1 400"));
+  std::string huge = "GET /v1/scores HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(20000, 'a') + "\r\n\r\n";
+  EXPECT_THAT(http_exchange(p, huge), HasSubstr("HTTP/1.1 431"));
+}
+
+TEST_F(ApiTest, SlowClientsAreCutOffAndOthersStillServed) {
+  auto p = server_->port();
+  // A client that sends half a request and stalls is closed after the idle timeout.
+  auto t0 = std::chrono::steady_clock::now();
+  std::string r = http_exchange(p, "GET /v1/sco", 5000);
+  double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r, "");
+  EXPECT_LT(waited, 4.0);
+  // Meanwhile, and after, requests are answered.
+  std::thread stall([p] { http_exchange(p, "GET /v1/", 3000); });
+  EXPECT_THAT(get(p, "/healthz"), HasSubstr("HTTP/1.1 200"));
+  stall.join();
+  // Keep-alive: two requests on one connection.
+  std::string two = http_exchange(p, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/weights HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_THAT(two, HasSubstr("\"ok\""));
+  EXPECT_THAT(two, HasSubstr("0xabc"));
+}
+
+TEST_F(ApiTest, NeverWritesTheState) {
+  auto before = db_->scan(storage::Family::kRatings, "");
+  for (int i = 0; i < 5; ++i) get(server_->port(), "/v1/scores");
+  EXPECT_EQ(db_->scan(storage::Family::kRatings, "")->size(), before->size());
+  EXPECT_EQ(*db_->last_committed_window(), 7u);
+}
+
+}  // namespace
+}  // namespace crucible::validator
