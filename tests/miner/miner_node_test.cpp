@@ -26,6 +26,7 @@
 #include "crucible/miner/fingerprint.h"
 #include "crucible/storage/local_store.h"
 #include "crucible/storage/peer_location.h"
+#include "support/local_network.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -42,39 +43,22 @@ class MinerNodeTest : public ::testing::Test {
  protected:
   void SetUp() override {
     // Data: the Brown corpus with a small tokenizer.
-    data_ = (dir_.path() / "data").string();
-    auto prep = testing::run_process({testing::bin("crucible"), "data", "prepare", "--corpus", "brown", "--out", data_,
-                                      "--vocab-size", "512"});
-    ASSERT_EQ(prep.exit_code, 0) << prep.err;
-
-    chain::LocalChainOptions o;
-    o.anvil_path = std::string(CRUCIBLE_SOURCE_DIR) + "/tools/node_modules/.bin/anvil";
-    o.work_dir = (dir_.path() / "chain").string();
-    o.block_time_s = 1;
-    auto c = chain::LocalChain::start(o);
-    ASSERT_TRUE(c.is_ok()) << c.status();
-    chain_ = std::move(*c);
+    data_ = testing::prepare_brown(dir_.path());
+    chain_ = testing::start_chain(dir_.path());
+    ASSERT_TRUE(chain_);
 
     miner_key_ = chain_->dev_keys()[1];
     lead_key_ = chain_->dev_keys()[2];
-    miner_uid_ = register_key(miner_key_);
-    lead_uid_ = register_key(lead_key_);
+    miner_uid_ = testing::register_key(*chain_, miner_key_);
+    lead_uid_ = testing::register_key(*chain_, lead_key_);
     ASSERT_TRUE(chain_->set_stake(lead_uid_, 1'000'000'000'000, true).is_ok());
     // The lead's store location on chain, as a validator would publish it.
-    storage::StorageOptions lead_storage;
-    lead_storage.url = "file://" + (dir_.path() / "lead-store").string();
-    auto lead_chain = chain::EvmChain::connect(evm_options(), lead_key_);
-    ASSERT_TRUE(lead_chain.is_ok());
-    ASSERT_TRUE((*lead_chain)->set_commitment(chain_->netuid(), storage::encode_location(lead_storage)).is_ok());
+    testing::commit_location(*chain_, lead_key_, "file://" + (dir_.path() / "lead-store").string());
     auto ls = storage::LocalStore::open(dir_.path() / "lead-store");
     ASSERT_TRUE(ls.is_ok());
     lead_store_ = std::move(*ls);
 
-    key_file_ = (dir_.path() / "miner.key").string();
-    chain::KeystoreParams light;
-    light.scrypt_n = 1024;
-    auto ks = chain::encrypt_keystore(miner_key_, Secret("pw"), light);
-    ASSERT_TRUE(chain::write_secret_file(key_file_, *ks).is_ok());
+    key_file_ = testing::write_keystore(miner_key_, dir_.path() / "miner.key", "pw");
 
     config_ = dir_.write("miner.toml", fmt::format(R"(
 [log]
@@ -100,24 +84,6 @@ progress = "off"
                                                    kBlocksPerWindow, kSamples, chain_->url(),
                                                    (dir_.path() / "miner-store").string(), data_,
                                                    (dir_.path() / "miner-state").string()));
-  }
-
-  chain::EvmChainOptions evm_options() {
-    chain::ChainOptions co;
-    co.rpc_url = chain_->url();
-    return chain::to_evm_options(co);
-  }
-
-  std::uint16_t register_key(const chain::PrivateKey& key) {
-    auto c = chain::EvmChain::connect(evm_options(), key);
-    EXPECT_TRUE(c.is_ok()) << c.status();
-    auto hotkey = chain::substrate::mirror_account(key.address());
-    EXPECT_TRUE((*c)->register_neuron(chain_->netuid(), hotkey).is_ok());
-    auto mg = (*c)->metagraph(chain_->netuid());
-    for (const auto& n : mg->neurons)
-      if (n.hotkey == hotkey) return n.uid;
-    ADD_FAILURE() << "not registered";
-    return 0;
   }
 
   std::vector<std::string> miner_argv(const std::string& extra = "") {
@@ -271,11 +237,7 @@ TEST_F(MinerNodeTest, RefusesAnUnregisteredKeyAndAWrongPassword) {
   EXPECT_EQ(wrong.exit_code, 2);
   EXPECT_THAT(wrong.out, HasSubstr("cannot decrypt"));
 
-  chain::KeystoreParams light;
-  light.scrypt_n = 1024;
-  auto stranger = chain::encrypt_keystore(chain_->dev_keys()[5], Secret("pw"), light);
-  const std::string stranger_file = (dir_.path() / "stranger.key").string();
-  ASSERT_TRUE(chain::write_secret_file(stranger_file, *stranger).is_ok());
+  const std::string stranger_file = testing::write_keystore(chain_->dev_keys()[5], dir_.path() / "stranger.key", "pw");
   std::string cmd = fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' "
                                 "--set miner.state_dir='{}' 2>&1",
                                 testing::bin("crucible-miner"), config_, CRUCIBLE_SOURCE_DIR, stranger_file,
