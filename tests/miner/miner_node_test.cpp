@@ -65,7 +65,7 @@ class MinerNodeTest : public ::testing::Test {
 format = "text"
 [protocol]
 blocks_per_window = {}
-upload_slot_s = 4.0
+upload_slot_s = 30.0
 samples_per_window = {}
 [chain]
 rpc_url = "{}"

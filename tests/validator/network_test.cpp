@@ -41,7 +41,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-constexpr std::uint32_t kBlocksPerWindow = 6;
+constexpr std::uint32_t kBlocksPerWindow = 8;
 constexpr std::uint32_t kSamples = 16;
 constexpr int kValidatorWindows = 4;
 
@@ -67,9 +67,10 @@ struct BadMiner {
   fs::path root;
 };
 
-class NetworkTest : public ::testing::Test {
+// A local network: data, chain, the network's config, and node launchers.
+class NetworkBase : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void start_network() {
     data_ = testing::prepare_brown(dir_.path());
     chain_ = testing::start_chain(dir_.path());
     ASSERT_TRUE(chain_);
@@ -89,6 +90,22 @@ class NetworkTest : public ::testing::Test {
       honest_keys_.push_back(keys[static_cast<std::size_t>(i)]);
       honest_uids_.push_back(testing::register_key(*chain_, keys[static_cast<std::size_t>(i)]));
     }
+    network_ = dir_.write("network.toml", fmt::format(R"(
+[log]
+format = "text"
+[protocol]
+blocks_per_window = {}
+upload_slot_s = 5.0
+clock_skew_s = 0.5
+samples_per_window = {}
+[chain]
+rpc_url = "{}"
+)",
+                                                       kBlocksPerWindow, kSamples, chain_->url()));
+  }
+
+  void add_bad_miners() {
+    const auto& keys = chain_->dev_keys();
     const std::vector<std::pair<Bad, std::size_t>> bad{{Bad::kNoise, 4}, {Bad::kNan, 5},       {Bad::kShape, 6},
                                                        {Bad::kCopy, 7},  {Bad::kLate, 8},      {Bad::kOtherData, 9},
                                                        {Bad::kWrongSigner, 0}};
@@ -101,18 +118,6 @@ class NetworkTest : public ::testing::Test {
       b.store = std::move(*s);
       bad_.push_back(std::move(b));
     }
-    network_ = dir_.write("network.toml", fmt::format(R"(
-[log]
-format = "text"
-[protocol]
-blocks_per_window = {}
-upload_slot_s = 3.0
-clock_skew_s = 0.5
-samples_per_window = {}
-[chain]
-rpc_url = "{}"
-)",
-                                                       kBlocksPerWindow, kSamples, chain_->url()));
   }
 
   static std::uint16_t free_port() {
@@ -146,7 +151,7 @@ micro_batch = 4
 lr = 0.003
 warmup_steps = 0
 threads = 1
-aggregate_wait_s = 5.0
+aggregate_wait_s = 10.0
 progress = "off"
 max_windows = {}
 )",
@@ -158,9 +163,10 @@ max_windows = {}
                                             std::map<std::string, std::string>{{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
   }
 
-  std::unique_ptr<testing::Child> start_validator() {
+  std::unique_ptr<testing::Child> start_validator(const std::string& name = "validator", const std::string& extra = "",
+                                                  std::optional<chain::PrivateKey> key_in = std::nullopt) {
     api_port_ = free_port();
-    std::string toml = dir_.write("validator.toml", fmt::format(R"(
+    std::string toml = dir_.write(name + ".toml", fmt::format(R"(
 [storage]
 url = "file://{}"
 [validator]
@@ -172,14 +178,18 @@ eval_lr_factor = 1.0
 weights_every = 2
 checkpoint_every = 2
 threads = 1
-max_windows = {}
+aggregate_wait_s = 5.0
+{}
 [api]
 port = {}
 )",
-                                                               (dir_.path() / "validator-store").string(), data_,
-                                                               (dir_.path() / "validator-state").string(),
-                                                               kValidatorWindows, api_port_));
-    std::string key = testing::write_keystore(validator_key_, dir_.path() / "validator.key", "pw");
+                                                             (dir_.path() / (name + "-store")).string(), data_,
+                                                             (dir_.path() / (name + "-state")).string(),
+                                                             extra.empty() ? fmt::format("max_windows = {}", kValidatorWindows) : extra,
+                                                             api_port_));
+    const fs::path key_path = dir_.path() / (name + ".key");
+    std::string key = fs::exists(key_path) ? key_path.string()
+                                           : testing::write_keystore(key_in.value_or(validator_key_), key_path, "pw");
     return std::make_unique<testing::Child>(node_argv("crucible-validator", toml, key),
                                             std::map<std::string, std::string>{{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
   }
@@ -268,6 +278,14 @@ port = {}
   std::uint16_t api_port_ = 0;
 };
 
+class NetworkTest : public NetworkBase {
+ protected:
+  void SetUp() override {
+    start_network();
+    add_bad_miners();
+  }
+};
+
 TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
   auto reader = chain::EvmChain::connect(chain::to_evm_options(testing::chain_options(*chain_)), std::nullopt);
   ASSERT_TRUE(reader.is_ok());
@@ -354,6 +372,100 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
   EXPECT_GE(v[2].as_u64().value(), 1u);  // posts
   for (std::uint16_t h : honest_uids_) EXPECT_GT(onchain[h], 0u) << "honest uid " << h;
   for (const auto& bm : bad_) EXPECT_EQ(onchain.count(bm.uid), 0u) << bad_name(bm.kind);
+}
+
+}  // namespace
+}  // namespace crucible
+
+namespace crucible {
+namespace {
+
+// The posts a validator uid has made, as the stand-in chain counts them.
+std::uint64_t posts_of(chain::EvmChain& reader, const chain::LocalChain& local, std::uint16_t uid) {
+  auto data = chain::abi::encode_call("getWeights(uint16,uint16)",
+                                      {chain::abi::Value::uint(local.netuid()), chain::abi::Value::uint(uid)});
+  auto out = reader.eth().call(chain::Address::from_low_u64(chain::standins::kStateAddress), *data);
+  EXPECT_TRUE(out.is_ok());
+  auto v = chain::abi::decode(chain::abi::parse_types("uint16[],uint16[],uint64").value(), *out).value();
+  return v[2].as_u64().value();
+}
+
+std::map<std::string, std::string> dump(const std::string& db_path, storage::Family f) {
+  auto db = storage::StateStore::open(db_path);
+  EXPECT_TRUE(db.is_ok()) << db.status();
+  auto rows = (*db)->scan(f, "");
+  EXPECT_TRUE(rows.is_ok());
+  std::map<std::string, std::string> out;
+  for (const auto& [k, v] : *rows) out[k] = std::string(v.begin(), v.end());
+  return out;
+}
+
+class CrashTest : public NetworkBase {
+ protected:
+  void SetUp() override { start_network(); }
+};
+
+// Two validators that are not the lead replay the same recorded windows: one
+// uninterrupted, one SIGKILLed at random points and restarted. Their scores
+// must be equal, and the killed one must not have posted weights twice.
+TEST_F(CrashTest, KilledAndRestartedValidatorScoresLikeAnUninterruptedOne) {
+  auto reader = chain::EvmChain::connect(chain::to_evm_options(testing::chain_options(*chain_)), std::nullopt);
+  ASSERT_TRUE(reader.is_ok());
+  const auto& keys = chain_->dev_keys();
+  const chain::PrivateKey ref_key = keys[4], crash_key = keys[5];
+  const std::uint16_t ref_uid = testing::register_key(*chain_, ref_key);
+  const std::uint16_t crash_uid = testing::register_key(*chain_, crash_key);
+  ASSERT_TRUE(chain_->set_stake(ref_uid, 1'000'000, true).is_ok());
+  ASSERT_TRUE(chain_->set_stake(crash_uid, 1'000'000, true).is_ok());
+
+  // Record: the lead and two honest miners, live.
+  {
+    auto lead = start_validator();
+    auto a = start_miner(0);
+    auto b = start_miner(1);
+    ASSERT_EQ(lead->wait(240'000), 0);
+  }
+  auto progress = dump((dir_.path() / "validator-state/db").string(), storage::Family::kWindowProgress);
+  std::vector<std::uint64_t> windows;
+  for (const auto& [k, v] : progress)
+    if (k.starts_with("window/")) windows.push_back(std::stoull(k.substr(7)));
+  ASSERT_GE(windows.size(), 3u);
+  const std::string range = fmt::format("start_window = {}\nend_window = {}\nrandom_seed = \"shared\"", windows.front(),
+                                        windows.back() + 1);
+
+  // Replay, uninterrupted.
+  {
+    auto ref = start_validator("ref", range, ref_key);
+    ASSERT_EQ(ref->wait(240'000), 0) << ref->read_until("never", 100);
+  }
+  // Replay, killed at random points until it finishes.
+  std::mt19937 rng(12345);
+  std::uniform_int_distribution<int> delay_ms(300, 2500);
+  int kills = 0;
+  for (int attempt = 0; attempt < 40; ++attempt) {
+    auto v = start_validator("crash", range, crash_key);
+    int rc = v->wait(delay_ms(rng));
+    if (rc == 0) break;
+    v->signal(SIGKILL);
+    v->wait(10'000);
+    ++kills;
+  }
+  {
+    auto v = start_validator("crash", range, crash_key);  // once more: already done, it stops at once
+    ASSERT_EQ(v->wait(240'000), 0);
+  }
+  EXPECT_GE(kills, 1);
+
+  auto ref_scores = dump((dir_.path() / "ref-state/db").string(), storage::Family::kRatings);
+  auto crash_scores = dump((dir_.path() / "crash-state/db").string(), storage::Family::kRatings);
+  ASSERT_FALSE(ref_scores.empty());
+  EXPECT_EQ(ref_scores, crash_scores) << kills << " kills";
+  EXPECT_EQ(dump((dir_.path() / "ref-state/db").string(), storage::Family::kWindowScores),
+            dump((dir_.path() / "crash-state/db").string(), storage::Family::kWindowScores));
+  // No duplicate weight post: as many posts as the uninterrupted run made.
+  const std::uint64_t ref_posts = posts_of(**reader, *chain_, ref_uid);
+  EXPECT_GE(ref_posts, 1u);
+  EXPECT_EQ(posts_of(**reader, *chain_, crash_uid), ref_posts);
 }
 
 }  // namespace

@@ -200,7 +200,7 @@ struct ValidatorNode::Impl {
     std::vector<std::pair<const chain::Neuron*, std::shared_ptr<storage::ObjectStore>>> work;
     std::vector<Gathered> out;
     for (const auto& n : mg.neurons) {
-      if (n.uid == uid) continue;
+      if (n.uid == uid || n.validator_permit) continue;  // validators are not miners
       auto peer = peers->store_of(n.uid);
       if (!peer.is_ok()) {
         Gathered g;
@@ -397,6 +397,27 @@ struct ValidatorNode::Impl {
     return Status::ok();
   }
 
+  // A validator that is not the lead applies the lead's published set.
+  Status follow_lead(std::uint64_t w, const chain::Metagraph& mg, const std::atomic<bool>& stop) {
+    auto lead_uid = miner::lead_validator(mg);
+    if (!lead_uid) return not_found("no lead validator");
+    CRUCIBLE_ASSIGN_OR_RETURN(auto lead, peers->store_of(*lead_uid));
+    const auto deadline = Clock::now() + std::chrono::duration<double>(o.validator.aggregate_wait_s);
+    for (;;) {
+      auto f = lead->get(keys::aggregate(w), miner::kMaxSetBytes);
+      if (f.is_ok()) {
+        CRUCIBLE_ASSIGN_OR_RETURN(auto set, miner::decode_set(std::string_view(
+                                                reinterpret_cast<const char*>(f->data.data()), f->data.size())));
+        if (set.prev != model_window) return failed_precondition("the set of {} builds on another window", w);
+        CRUCIBLE_RETURN_IF_ERROR(apply_set(set, f->data));
+        return save_model();
+      }
+      if (f.status().code() != StatusCode::kNotFound) return f.status();
+      if (Clock::now() >= deadline || stop.load()) return not_found("the lead published no set for window {}", w);
+      sleep_for(std::chrono::milliseconds(250), stop);
+    }
+  }
+
   Status save_model() {
     std::map<std::string, std::string> meta{{"window", std::to_string(*model_window)}, {"basis", to_hex(basis)}};
     return model->save_model(fs::path(o.validator.state_dir) / "model.safetensors", meta);
@@ -533,8 +554,8 @@ struct ValidatorNode::Impl {
           if (Status c = checkpoint(w, w + 1); !c.is_ok()) log::warn("checkpoint failed", {{"error", c.to_string()}});
         }
       }
-    } else {
-      log::info("not the lead: this validator scores but does not aggregate", {{"window", w}});
+    } else if (Status st = follow_lead(w, *mg, stop); !st.is_ok()) {
+      log::warn("the lead's aggregation set was not applied", {{"window", w}, {"error", st.to_string()}});
     }
     if ((w + 1) % o.validator.weights_every == 0) {
       Status st = post_weights(w / o.validator.weights_every, w, stop);
@@ -546,6 +567,16 @@ struct ValidatorNode::Impl {
                               {"seconds", std::chrono::duration<double>(Clock::now() - t0).count()}});
     metrics::global().set(metrics::Gauge::kWindow, static_cast<double>(w), {{"role", "validator"}});
     return Status::ok();
+  }
+
+  // Where aggregation sets are read: the lead's store (ours when we lead).
+  std::shared_ptr<storage::ObjectStore> sets_store() {
+    if (auto mg = chain->metagraph(o.chain.netuid); mg.is_ok()) {
+      if (auto lead_uid = miner::lead_validator(*mg); lead_uid && *lead_uid != uid) {
+        if (auto s = peers->store_of(*lead_uid); s.is_ok()) return *s;
+      }
+    }
+    return store;
   }
 
   // Restores scores and the model after a restart; a model behind the last
@@ -564,7 +595,7 @@ struct ValidatorNode::Impl {
       auto b = from_hex_fixed<32>(f.metadata.at("basis"));
       if (b.is_ok()) basis = *b;
       // The last aggregate, for sync scores.
-      auto set_bytes = store->get(keys::aggregate(*model_window), miner::kMaxSetBytes);
+      auto set_bytes = sets_store()->get(keys::aggregate(*model_window), miner::kMaxSetBytes);
       if (set_bytes.is_ok()) {
         auto set = miner::decode_set(std::string_view(reinterpret_cast<const char*>(set_bytes->data.data()), set_bytes->data.size()));
         if (set.is_ok() && !set->uids.empty()) {
@@ -574,9 +605,19 @@ struct ValidatorNode::Impl {
       }
     }
     CRUCIBLE_ASSIGN_OR_RETURN(auto last, db->last_committed_window());
+    std::shared_ptr<storage::ObjectStore> sets = store;
+    if (auto mg = chain->metagraph(o.chain.netuid); mg.is_ok()) {
+      if (auto lead_uid = miner::lead_validator(*mg); lead_uid && *lead_uid != uid) {
+        if (auto s = peers->store_of(*lead_uid); s.is_ok()) sets = *s;
+      }
+    }
+    std::optional<std::uint64_t> first_window;
+    if (auto rows = db->scan(storage::Family::kWindowProgress, "window/", 1); rows.is_ok() && !rows->empty()) {
+      first_window = std::stoull(rows->front().first.substr(7));
+    }
     while (last && (!model_window || *model_window < *last) && !stop.load()) {
-      std::uint64_t next = model_window ? *model_window + 1 : 0;
-      auto s = store->get(keys::aggregate(next), miner::kMaxSetBytes);
+      std::uint64_t next = model_window ? *model_window + 1 : first_window.value_or(0);
+      auto s = sets->get(keys::aggregate(next), miner::kMaxSetBytes);
       if (s.status().code() == StatusCode::kNotFound) {
         if (next >= *last) break;
         model_window = next;  // no set was published for it
@@ -619,9 +660,15 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
                                                          options.storage.write_credentials(),
                                                          options.storage.retry_policy()));
   m.peers = std::make_unique<miner::PeerDirectory>(*m.chain, options.chain.netuid, options.storage.retry_policy());
-  // The private seed: from the key, so nobody else can predict the random data.
+  // The private seed: from the key (or the configured secret), so nobody else
+  // can predict the random data.
   chain::Keccak256 h;
-  auto d = h.update(key.secret_bytes()).update(as_bytes("crucible validator random data")).finish();
+  if (options.validator.random_seed.empty()) {
+    h.update(key.secret_bytes());
+  } else {
+    h.update(as_bytes(options.validator.random_seed));
+  }
+  auto d = h.update(as_bytes("crucible validator random data")).finish();
   for (int i = 0; i < 8; ++i) m.private_seed |= static_cast<std::uint64_t>(d[static_cast<std::size_t>(i)]) << (8 * i);
 
   const chain::Hash32 hotkey = chain::substrate::mirror_account(key.address());
@@ -659,9 +706,13 @@ Status ValidatorNode::run(const std::atomic<bool>& stop) {
     auto head = m.retry("block number", stop, [&] { return m.chain->block_number(); });
     if (!head.is_ok()) break;
     const std::uint64_t current = *head / m.o.protocol.blocks_per_window;
-    if (!started) {  // a fresh validator starts with the window under way
-      next = current;
+    if (!started) {  // a fresh validator starts with the window under way, or where configured
+      next = m.o.validator.start_window >= 0 ? static_cast<std::uint64_t>(m.o.validator.start_window) : current;
       started = true;
+    }
+    if (m.o.validator.end_window >= 0 && next >= static_cast<std::uint64_t>(m.o.validator.end_window)) {
+      log::info("done: end_window reached", {{"window", next}});
+      break;
     }
     // Window w is processed once its upload slot (in w+1) has closed.
     if (next >= current) {

@@ -1,5 +1,7 @@
 #include "crucible/validator/validator_options.h"
 
+#include <limits>
+
 namespace crucible::validator {
 
 void bind_options(config::Schema& s, ValidatorOptions& o) {
@@ -15,6 +17,15 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
   s.add_double("validator.fetch_deadline_s", &o.fetch_deadline_s, "Deadline of one packet download.", 0.1, 3600);
   s.add_string("validator.device", &o.device, "Where to evaluate.", {"cpu", "cuda"});
   s.add_int("validator.threads", &o.threads, "Compute threads (0 = all cores).", 0, 1024);
+  s.add_int("validator.start_window", &o.start_window,
+            "First window a fresh validator processes (-1: the one under way; older ones replay history).", -1,
+            std::numeric_limits<std::int64_t>::max());
+  s.add_int("validator.end_window", &o.end_window, "Stop before this window (-1: never).", -1,
+            std::numeric_limits<std::int64_t>::max());
+  s.add_double("validator.aggregate_wait_s", &o.aggregate_wait_s,
+               "How long a validator that is not the lead waits for the lead's aggregation set.", 0, 86'400);
+  s.add_secret("validator.random_seed", &o.random_seed,
+               "Seed of the random-data choice; keep it private (empty: derived from the key).");
   s.add_int("validator.max_windows", &o.max_windows, "Stop after this many windows (0 = run until stopped).", 0,
             1'000'000'000);
 }

@@ -23,6 +23,10 @@ struct ValidatorOptions {
   std::string device = "cpu";          // "cpu" or "cuda"
   int threads = 0;                     // 0 = all cores
   std::uint32_t max_windows = 0;       // stop after this many windows (0 = run until stopped)
+  std::int64_t start_window = -1;      // first window to process on a fresh state (-1: the one under way)
+  std::int64_t end_window = -1;        // stop before this window (-1: never)
+  double aggregate_wait_s = 30.0;      // a non-lead waits this long for the lead's set
+  std::string random_seed;             // seed of the random-data choice (empty: derived from the key)
 };
 
 struct ApiOptions {
