@@ -73,11 +73,6 @@ TEST_P(NodeBinary, LogFormatFlagSelectsText) {
 
 INSTANTIATE_TEST_SUITE_P(Nodes, NodeBinary, ::testing::Values("crucible-miner", "crucible-validator"));
 
-TEST(CrucibleDemo, SaysWhatIsNotBuiltYet) {
-  auto r = run_process({bin("crucible"), "demo"});
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_THAT(r.out, HasSubstr("not built yet"));
-}
 
 }  // namespace
 }  // namespace crucible

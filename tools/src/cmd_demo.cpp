@@ -1,23 +1,318 @@
-// `crucible demo`: the local network (chain, store, miners, validator).
+// `crucible demo`: the local network on this machine. A local chain (anvil
+// with the stand-in contracts), the Brown corpus as token shards, N miners
+// and one validator as real processes, each with its own store folder;
+// windows of a few seconds. It prints each window as the validator finishes
+// it, then the validator's score table read from its HTTP API, and stops
+// everything.
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
 #include <fmt/format.h>
 
+#include "crucible/chain/chain_options.h"
+#include "crucible/chain/evm_chain.h"
+#include "crucible/chain/keystore.h"
+#include "crucible/chain/local_chain.h"
+#include "crucible/chain/substrate.h"
 #include "crucible/cli/commands.h"
 #include "crucible/cli/node_config.h"
+#include "crucible/cli/scores.h"
 
 namespace crucible::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct DemoArgs {
+  std::string dir;
+  int miners = 2;
+  int windows = 4;
+  std::string model = "tiny";
+  std::uint32_t blocks_per_window = 10;
+};
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_demo_signal(int) { g_interrupted.store(true); }
+
+fs::path self_dir() {
+  std::error_code ec;
+  auto exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::path(".") : exe.parent_path();
+}
+
+std::uint16_t free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+// A child process with its output in a log file.
+struct Proc {
+  std::string name;
+  pid_t pid = -1;
+  fs::path log;
+};
+
+Result<Proc> spawn(const std::string& name, const std::vector<std::string>& argv, const fs::path& log) {
+  pid_t pid = fork();
+  if (pid < 0) return internal_error("fork failed");
+  if (pid == 0) {
+    int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+      dup2(fd, STDOUT_FILENO);
+      dup2(fd, STDERR_FILENO);
+    }
+    setenv("CRUCIBLE_WALLET_PASSWORD", "demo", 1);
+    std::vector<char*> args;
+    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return Proc{name, pid, log};
+}
+
+void stop_all(std::vector<Proc>& procs) {
+  for (auto& p : procs)
+    if (p.pid > 0) kill(p.pid, SIGTERM);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  for (auto& p : procs) {
+    while (p.pid > 0) {
+      if (waitpid(p.pid, nullptr, WNOHANG) == p.pid) {
+        p.pid = -1;
+      } else if (std::chrono::steady_clock::now() > deadline) {
+        kill(p.pid, SIGKILL);
+        waitpid(p.pid, nullptr, 0);
+        p.pid = -1;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  }
+}
+
+bool exited(Proc& p) {
+  if (p.pid <= 0) return true;
+  int status = 0;
+  if (waitpid(p.pid, &status, WNOHANG) == p.pid) {
+    p.pid = -1;
+    return true;
+  }
+  return false;
+}
+
+std::string read_text(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+int fail(const std::string& what, const Status& st) {
+  fmt::print(stderr, "demo: {}: {}\n", what, st.to_string());
+  return kExitFailure;
+}
+
+int run_demo(const DemoArgs& a) {
+  const fs::path dir = a.dir.empty() ? fs::temp_directory_path() / "crucible-demo" : fs::path(a.dir);
+  std::error_code ec;
+  fs::remove_all(dir / "run", ec);
+  fs::create_directories(dir / "run/logs", ec);
+  const fs::path run = dir / "run";
+  const fs::path bin = self_dir();
+  const fs::path source = CRUCIBLE_SOURCE_DIR;
+  const fs::path model_file = source / "configs/models" / (a.model + ".toml");
+  if (!fs::exists(model_file)) return fail("model", not_found("no preset {}", model_file.string()));
+
+  fmt::print("crucible demo: {} miners, 1 validator, {} windows of {} one-second blocks, model '{}'\n", a.miners,
+             a.windows, a.blocks_per_window, a.model);
+  fmt::print("  working folder {} (logs in run/logs/)\n", dir.string());
+
+  // 1. Data (kept between runs).
+  const fs::path data = dir / "data";
+  {
+    fmt::print("[1/5] token shards from the Brown corpus\n");
+    std::string cmd = fmt::format("'{}' data prepare --corpus brown --out '{}' --vocab-size 2048",
+                                  (bin / "crucible").string(), data.string());
+    std::fflush(stdout);
+    if (std::system(cmd.c_str()) != 0) return fail("data prepare", unavailable("crucible data prepare failed"));
+  }
+
+  // 2. The chain.
+  fmt::print("[2/5] local chain (anvil + Bittensor stand-ins)\n");
+  chain::LocalChainOptions co;
+  co.anvil_path = find_anvil();
+  co.work_dir = (run / "chain").string();
+  co.block_time_s = 1;
+  auto local = chain::LocalChain::start(co);
+  if (!local.is_ok()) return fail("local chain", local.status());
+  chain::ChainOptions chain_opts;
+  chain_opts.rpc_url = (*local)->url();
+  chain_opts.netuid = (*local)->netuid();
+
+  // 3. Keys and registration: dev account 1 validates, 2.. mine.
+  fmt::print("[3/5] wallets and registration\n");
+  const auto& keys = (*local)->dev_keys();
+  if (a.miners < 1 || static_cast<std::size_t>(a.miners) + 2 > keys.size()) {
+    return fail("miners", invalid_argument("--miners must be 1..{}", keys.size() - 2));
+  }
+  auto key_file = [&](std::size_t i) { return (run / fmt::format("key{}.json", i)).string(); };
+  std::vector<std::uint16_t> uids;
+  for (std::size_t i = 1; i <= static_cast<std::size_t>(a.miners) + 1; ++i) {
+    chain::KeystoreParams light;
+    light.scrypt_n = 1 << 12;  // a demo wallet: quick to open
+    auto ks = chain::encrypt_keystore(keys[i], Secret("demo"), light);
+    if (!ks.is_ok()) return fail("keystore", ks.status());
+    if (Status st = chain::write_secret_file(key_file(i), *ks, true); !st.is_ok()) return fail("keystore", st);
+    auto c = chain::EvmChain::connect(chain::to_evm_options(chain_opts), keys[i]);
+    if (!c.is_ok()) return fail("chain", c.status());
+    auto hotkey = chain::substrate::mirror_account(keys[i].address());
+    if (auto sent = (*c)->register_neuron(chain_opts.netuid, hotkey); !sent.is_ok()) return fail("register", sent.status());
+    uids.push_back(static_cast<std::uint16_t>(i - 1));
+  }
+  if (Status st = (*local)->set_stake(0, 1'000'000'000'000, true); !st.is_ok()) return fail("stake", st);
+
+  // 4. Configs.
+  const std::uint16_t api_port = free_port();
+  const std::string network = (run / "network.toml").string();
+  std::ofstream(network) << fmt::format(R"(# The demo network: 1-second blocks, short windows.
+[log]
+format = "text"
+[protocol]
+blocks_per_window = {}
+upload_slot_s = 5.0
+clock_skew_s = 1.0
+samples_per_window = 16
+[chain]
+rpc_url = "{}"
+)",
+                                        a.blocks_per_window, chain_opts.rpc_url);
+  std::vector<Proc> procs;
+  auto node = [&](const std::string& binary, const std::string& name, const std::string& toml, std::size_t key) {
+    std::vector<std::string> argv{(bin / binary).string(), "--config", network, "--config", model_file.string(),
+                                  "--config", toml, "--key", key_file(key)};
+    auto p = spawn(name, argv, run / "logs" / (name + ".log"));
+    if (p.is_ok()) procs.push_back(*p);
+    return p.status();
+  };
+  fmt::print("[4/5] starting the validator (uid 0, API http://127.0.0.1:{}) and {} miners\n", api_port, a.miners);
+  const std::string vtoml = (run / "validator.toml").string();
+  std::ofstream(vtoml) << fmt::format(R"([storage]
+url = "file://{}/stores/validator"
+[validator]
+data_dir = "{}"
+state_dir = "{}/validator-state"
+eval_per_window = 20
+weights_every = 2
+threads = 1
+[api]
+port = {}
+)",
+                                      run.string(), data.string(), run.string(), api_port);
+  if (Status st = node("crucible-validator", "validator", vtoml, 1); !st.is_ok()) return fail("validator", st);
+  for (int m = 0; m < a.miners; ++m) {
+    const std::string name = fmt::format("miner{}", m + 1);
+    const std::string toml = (run / (name + ".toml")).string();
+    std::ofstream(toml) << fmt::format(R"([storage]
+url = "file://{}/stores/{}"
+[miner]
+data_dir = "{}"
+state_dir = "{}/{}-state"
+inner_steps = 4
+micro_batch = 4
+lr = 0.003
+warmup_steps = 0
+threads = 1
+aggregate_wait_s = 8.0
+progress = "off"
+)",
+                                       run.string(), name, data.string(), run.string(), name);
+    if (Status st = node("crucible-miner", name, toml, static_cast<std::size_t>(m) + 2); !st.is_ok()) {
+      stop_all(procs);
+      return fail(name, st);
+    }
+  }
+
+  // 5. Watch the validator's windows.
+  fmt::print("[5/5] running (Ctrl-C stops)\n");
+  struct sigaction sa {};
+  sa.sa_handler = on_demo_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  int seen = 0;
+  std::size_t printed = 0;
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::seconds(60 + 3 * a.windows * static_cast<int>(a.blocks_per_window));
+  while (seen < a.windows && !g_interrupted.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    for (auto& p : procs) {
+      if (exited(p)) {
+        fmt::print(stderr, "demo: {} stopped early; its log:\n{}\n", p.name, read_text(p.log));
+        stop_all(procs);
+        return kExitFailure;
+      }
+    }
+    std::string log = read_text(run / "logs/validator.log");
+    std::size_t at = 0;
+    int count = 0;
+    while ((at = log.find("window done", at)) != std::string::npos) {
+      ++count;
+      auto end = log.find('\n', at);
+      if (count > static_cast<int>(printed)) {
+        fmt::print("  {}\n", log.substr(at, end - at));
+        ++printed;
+      }
+      at = end;
+    }
+    seen = count;
+  }
+  int rc = kExitOk;
+  if (seen < a.windows) {
+    fmt::print(stderr, "demo: the validator finished {} of {} windows in time (logs in {})\n", seen, a.windows,
+               (run / "logs").string());
+    rc = g_interrupted.load() ? kExitOk : kExitFailure;
+  }
+  auto body = http_get(fmt::format("http://127.0.0.1:{}/v1/scores", api_port));
+  if (body.is_ok()) {
+    auto table = format_scores(*body);
+    fmt::print("\nscores (crucible scores --url http://127.0.0.1:{}):\n{}", api_port, table.is_ok() ? *table : *body);
+  } else {
+    fmt::print(stderr, "demo: reading the scores: {}\n", body.status().message());
+    rc = kExitFailure;
+  }
+  stop_all(procs);
+  fmt::print("demo: stopped (logs in {})\n", (run / "logs").string());
+  return rc;
+}
+
+}  // namespace
 
 void add_demo_command(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("demo", "Run the local network demo: chain, object store, miners, validator");
-  cmd->callback([&exit_code] {
-    // Placeholder until the network issue lands; it says plainly what is missing.
-    fmt::print(
-        "crucible demo: the local network is not built yet.\n"
-        "Built so far: the foundation (config, logging, metrics, error type, CLI).\n"
-        "Not built yet: the local chain (chain/), object and state stores (storage/),\n"
-        "the miner node (miner/) and the validator node (validator/).\n"
-        "Try: build/bin/crucible config check configs/miner.example.toml\n");
-    exit_code = kExitOk;
-  });
+  auto args = std::make_shared<DemoArgs>();
+  CLI::App* cmd = app.add_subcommand("demo", "Run the local network demo: chain, miners and a validator on this machine");
+  cmd->add_option("--dir", args->dir, "Working folder (default: $TMPDIR/crucible-demo)");
+  cmd->add_option("--miners", args->miners, "Miners to run")->capture_default_str()->check(CLI::Range(1, 8));
+  cmd->add_option("--windows", args->windows, "Windows to run")->capture_default_str()->check(CLI::Range(1, 1000));
+  cmd->add_option("--model", args->model, "Model preset (configs/models/NAME.toml)")->capture_default_str();
+  cmd->add_option("--blocks-per-window", args->blocks_per_window, "Blocks per window (1 s each)")
+      ->capture_default_str()
+      ->check(CLI::Range(4, 1000));
+  cmd->callback([args, &exit_code] { exit_code = run_demo(*args); });
 }
 
 }  // namespace crucible::cli

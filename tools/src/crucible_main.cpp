@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
     cli::add_demo_command(app, exit_code);
     cli::add_wallet_commands(app, exit_code);
     cli::add_data_commands(app, exit_code);
+    cli::add_scores_command(app, exit_code);
     cli::add_chain_commands(app, exit_code, environ);
     try {
       app.parse(argc, argv);

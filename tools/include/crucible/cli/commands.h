@@ -12,6 +12,7 @@ void add_config_commands(CLI::App& app, int& exit_code, char** envp);
 void add_demo_command(CLI::App& app, int& exit_code);
 void add_wallet_commands(CLI::App& app, int& exit_code);
 void add_data_commands(CLI::App& app, int& exit_code);
+void add_scores_command(CLI::App& app, int& exit_code);
 void add_chain_commands(CLI::App& app, int& exit_code, char** envp);
 void add_chain_ops_commands(CLI::App& chain_group, int& exit_code, char** envp);
 
