@@ -82,6 +82,8 @@ class ApiTest : public ::testing::Test {
     batch.put(storage::Family::kWindowScores, window_uid_key(7, 1), bytes_of({{"uid", 1}, {"valid", true}, {"loss_before_own", 5.0}}));
     batch.put(storage::Family::kWindowScores, window_uid_key(7, 2),
               bytes_of({{"uid", 2}, {"valid", false}, {"reason", "sample digest mismatch"}}));
+    batch.put(storage::Family::kWindowScores, history_key(2, 7),
+              bytes_of({{"uid", 2}, {"valid", false}, {"reason", "sample digest mismatch"}}));
     ASSERT_TRUE(db_->commit_window(7, std::move(batch)).is_ok());
     storage::StateStore::Batch w;
     w.put(storage::Family::kWeightsLog, epoch_key(3), bytes_of({{"status", "confirmed"}, {"tx", "0xabc"}, {"uids", {1}}}));

@@ -1,4 +1,6 @@
 #include <charconv>
+#include <mutex>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -44,7 +46,37 @@ json score_json(std::uint16_t uid, const MinerScore& s, double weight) {
   return j;
 }
 
+// /v1/scores changes only when a window is committed: the body is cached
+// per committed window (and rebuilt when the window moves).
+struct ScoresCache {
+  std::mutex mu;
+  const storage::StateStore* db = nullptr;
+  std::optional<std::uint64_t> window;
+  bool valid = false;
+  ApiResponse response;
+};
+ScoresCache& scores_cache() {
+  static ScoresCache c;
+  return c;
+}
+
+ApiResponse scores_uncached(storage::StateStore& db);
+
 ApiResponse scores(storage::StateStore& db) {
+  auto last = db.last_committed_window();
+  if (!last.is_ok()) return error(500, last.status().to_string());
+  ScoresCache& c = scores_cache();
+  std::lock_guard lock(c.mu);
+  if (!c.valid || c.window != *last || c.db != &db) {
+    c.response = scores_uncached(db);
+    c.db = &db;
+    c.window = *last;
+    c.valid = c.response.status == 200;
+  }
+  return c.response;
+}
+
+ApiResponse scores_uncached(storage::StateStore& db) {
   auto s = all_scores(db);
   if (!s.is_ok()) return error(500, s.status().to_string());
   auto w = weights(*s, ScoringParams{});
@@ -64,16 +96,14 @@ ApiResponse miner(storage::StateStore& db, std::string_view arg) {
   if (!s->count(*uid)) return error(404, "no such uid");
   auto w = weights(*s, ScoringParams{});
   json history = json::array();
-  auto rows = db.scan(storage::Family::kWindowScores, "w/");
+  const std::string prefix = history_prefix(*uid);
+  auto rows = db.scan(storage::Family::kWindowScores, prefix);
   if (!rows.is_ok()) return error(500, rows.status().to_string());
-  const std::string suffix = "/uid/" + fmt::format("{:05}", *uid);
-  for (const auto& [k, v] : *rows) {
-    if (k.size() > suffix.size() && k.ends_with(suffix)) {
-      json r = parse_value(v);
-      r["window"] = parse_int<std::uint64_t>(std::string_view(k).substr(2, 12)).value_or(0);
-      history.push_back(std::move(r));
-      if (history.size() > kMaxHistory) history.erase(history.begin());
-    }
+  const std::size_t first = rows->size() > kMaxHistory ? rows->size() - kMaxHistory : 0;
+  for (std::size_t i = first; i < rows->size(); ++i) {
+    json r = parse_value((*rows)[i].second);
+    r["window"] = parse_int<std::uint64_t>(std::string_view((*rows)[i].first).substr(prefix.size())).value_or(0);
+    history.push_back(std::move(r));
   }
   return reply(200, {{"uid", *uid}, {"score", score_json(*uid, (*s)[*uid], w[*uid])}, {"history", history}});
 }

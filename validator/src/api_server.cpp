@@ -87,12 +87,13 @@ class Session : public std::enable_shared_from_this<Session> {
 }  // namespace
 
 struct ApiServer::Impl {
-  asio::io_context ioc{1};
+  asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
   Shared shared;
-  std::thread thread;
+  std::vector<std::thread> threads;
   void accept() {
-    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
+    // Each connection on its own strand: its handlers never run concurrently.
+    acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec) return;
       bool over = shared.connections.load() >= shared.options.max_connections;
       std::make_shared<Session>(std::move(socket), shared)->start(over);
@@ -104,7 +105,8 @@ struct ApiServer::Impl {
 ApiServer::ApiServer() : impl_(std::make_unique<Impl>()) {}
 ApiServer::~ApiServer() {
   impl_->ioc.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
+  for (auto& t : impl_->threads)
+    if (t.joinable()) t.join();
 }
 std::uint16_t ApiServer::port() const { return impl_->acceptor.local_endpoint().port(); }
 
@@ -123,7 +125,9 @@ Result<std::unique_ptr<ApiServer>> ApiServer::start(const ApiOptions& options, s
   if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
   if (ec) return unavailable("score API {}:{}: {}", options.bind, options.port, ec.message());
   s->impl_->accept();
-  s->impl_->thread = std::thread([impl = s->impl_.get()] { impl->ioc.run(); });
+  for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, options.threads); ++i) {
+    s->impl_->threads.emplace_back([impl = s->impl_.get()] { impl->ioc.run(); });
+  }
   return s;
 }
 

@@ -525,6 +525,7 @@ struct ValidatorNode::Impl {
       }
       r["final"] = scores[g.uid].final_score;
       batch.put(storage::Family::kWindowScores, window_uid_key(w, g.uid), json_bytes(r));
+      batch.put(storage::Family::kWindowScores, history_key(g.uid, w), json_bytes(r));
     }
     if (set) {
       summary["aggregate"] = set->uids;

@@ -10,6 +10,10 @@ std::string window_summary_key(std::uint64_t window) { return window_prefix(wind
 std::string window_uid_key(std::uint64_t window, std::uint16_t uid) {
   return fmt::format("{}uid/{:05}", window_prefix(window), uid);
 }
+std::string history_prefix(std::uint16_t uid) { return fmt::format("u/{:05}/", uid); }
+std::string history_key(std::uint16_t uid, std::uint64_t window) {
+  return fmt::format("{}{:012}", history_prefix(uid), window);
+}
 std::string epoch_key(std::uint64_t epoch) { return fmt::format("epoch/{:012}", epoch); }
 
 nlohmann::json to_json(const MinerScore& s) {

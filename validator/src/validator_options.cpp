@@ -35,6 +35,7 @@ void bind_options(config::Schema& s, ApiOptions& o) {
   s.add_int("api.port", &o.port, "Port of the score API (0 = off).");
   s.add_int("api.max_connections", &o.max_connections, "Open connections at most.", 1, 100'000);
   s.add_double("api.idle_timeout_s", &o.idle_timeout_s, "Idle connections are closed after this.", 0.1, 3600);
+  s.add_int("api.threads", &o.threads, "Threads serving API requests.", 1, 64);
   s.add_int("api.max_header_bytes", &o.max_header_bytes, "Largest request head.", 512, 1 << 20);
 }
 

@@ -35,6 +35,7 @@ struct ApiOptions {
   std::uint32_t max_connections = 256;
   double idle_timeout_s = 10.0;
   std::uint32_t max_header_bytes = 8192;
+  std::uint32_t threads = 2;  // I/O threads serving requests
 };
 
 void bind_options(config::Schema& schema, ValidatorOptions& options);
