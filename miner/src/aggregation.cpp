@@ -5,6 +5,8 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "crucible/chain/substrate.h"
+#include "crucible/common/log.h"
 #include "crucible/common/object_keys.h"
 #include "crucible/kernels/aggregate.h"
 #include "crucible/kernels/packet_tensor.h"
@@ -134,6 +136,26 @@ Result<std::shared_ptr<storage::ObjectStore>> PeerDirectory::store_of(std::uint1
   if (cache_.size() >= 1024) cache_.erase(cache_.begin());
   cache_.emplace_back(*text, store);
   return store;
+}
+
+Result<std::uint16_t> join_subnet(chain::Chain& chain, std::uint16_t netuid, const chain::PrivateKey& key,
+                                  const storage::StorageOptions& storage) {
+  const chain::Hash32 hotkey = chain::substrate::mirror_account(key.address());
+  CRUCIBLE_ASSIGN_OR_RETURN(chain::Metagraph mg, chain.metagraph(netuid));
+  std::optional<std::uint16_t> uid;
+  for (const auto& n : mg.neurons)
+    if (n.hotkey == hotkey) uid = n.uid;
+  if (!uid) {
+    return failed_precondition("{} is not registered on netuid {}: run `crucible chain register --key KEYFILE`",
+                               key.address().checksum(), netuid);
+  }
+  const std::string location = storage::encode_location(storage);
+  CRUCIBLE_ASSIGN_OR_RETURN(auto committed, chain.commitment(netuid, *uid));
+  if (committed != location) {
+    CRUCIBLE_RETURN_IF_ERROR(chain.set_commitment(netuid, location).status());
+    log::info("published the store location on chain", {{"uid", *uid}, {"url", storage.url}});
+  }
+  return *uid;
 }
 
 std::optional<std::uint16_t> lead_validator(const chain::Metagraph& m) {

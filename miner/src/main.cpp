@@ -1,11 +1,7 @@
 // crucible-miner --config F [--config F2 ...] --key KEYFILE [--password-file P]
-#include <csignal>
-
 #include <CLI/CLI.hpp>
 
-#include "crucible/chain/keystore.h"
 #include "crucible/cli/node_config.h"
-#include "crucible/cli/password.h"
 #include "crucible/common/log.h"
 #include "crucible/miner/metrics_server.h"
 #include "crucible/miner/node.h"
@@ -14,7 +10,6 @@ extern char** environ;
 
 namespace {
 std::atomic<bool> g_stop{false};
-extern "C" void on_signal(int) { g_stop.store(true); }
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -24,35 +19,11 @@ int main(int argc, char** argv) {
                  "crucible-miner"};
     cli::NodeArgs args;
     cli::NodeConfig config;
-    std::string password_file;
-    app.add_option("--password-file", password_file,
-                   "File holding the keystore password (else $CRUCIBLE_WALLET_PASSWORD, else a prompt)");
     if (auto rc = cli::start_node(app, cli::Role::kMiner, argc, argv, environ, args, config)) return *rc;
-    if (args.key_file.empty()) {
-      log::error("--key KEYFILE is required: the miner signs its uploads (crucible wallet new creates one)");
-      return cli::kExitUsage;
-    }
-    auto text = chain::read_secret_file(args.key_file);
-    if (!text.is_ok()) {
-      log::error("cannot read the key file", {{"error", text.status().to_string()}});
-      return cli::kExitUsage;
-    }
-    auto password = cli::obtain_password(password_file, false);
-    if (!password.is_ok()) {
-      log::error("no keystore password", {{"error", password.status().to_string()}});
-      return cli::kExitUsage;
-    }
-    auto key = chain::decrypt_keystore(*text, *password);
-    if (!key.is_ok()) {
-      log::error("cannot decrypt the key file", {{"error", key.status().to_string()}});
-      return cli::kExitUsage;
-    }
-
-    struct sigaction sa {};
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGTERM, &sa, nullptr);
-    sigaction(SIGINT, &sa, nullptr);
+    int rc = cli::kExitOk;
+    auto key = cli::open_node_wallet(args, rc);
+    if (!key) return rc;
+    cli::stop_on_signals(&g_stop);
 
     std::unique_ptr<miner::MetricsServer> metrics_server;
     if (config.miner.metrics_port != 0) {

@@ -368,25 +368,7 @@ Result<std::unique_ptr<MinerNode>> MinerNode::create(const MinerNodeOptions& opt
                                                          options.storage.retry_policy()));
   m.peers = std::make_unique<PeerDirectory>(*m.chain, options.chain.netuid, options.storage.retry_policy());
 
-  const chain::Hash32 hotkey = chain::substrate::mirror_account(key.address());
-  CRUCIBLE_ASSIGN_OR_RETURN(chain::Metagraph mg, m.chain->metagraph(options.chain.netuid));
-  bool found = false;
-  for (const auto& n : mg.neurons) {
-    if (n.hotkey == hotkey) {
-      m.uid = n.uid;
-      found = true;
-    }
-  }
-  if (!found) {
-    return failed_precondition("{} is not registered on netuid {}: run `crucible chain register --key KEYFILE`",
-                               key.address().checksum(), options.chain.netuid);
-  }
-  const std::string location = storage::encode_location(options.storage);
-  CRUCIBLE_ASSIGN_OR_RETURN(auto committed, m.chain->commitment(options.chain.netuid, m.uid));
-  if (committed != location) {
-    CRUCIBLE_RETURN_IF_ERROR(m.chain->set_commitment(options.chain.netuid, location).status());
-    log::info("published the store location on chain", {{"uid", m.uid}, {"url", options.storage.url}});
-  }
+  CRUCIBLE_ASSIGN_OR_RETURN(m.uid, join_subnet(*m.chain, options.chain.netuid, key, options.storage));
   log::info("miner ready", {{"uid", m.uid}, {"address", key.address().checksum()},
                             {"parameters", m.trainer->num_parameters()}, {"store", m.store->describe()}});
   return node;

@@ -470,3 +470,33 @@ TEST_F(CrashTest, KilledAndRestartedValidatorScoresLikeAnUninterruptedOne) {
 
 }  // namespace
 }  // namespace crucible
+
+namespace crucible {
+namespace {
+
+class CommitRevealTest : public NetworkBase {
+ protected:
+  void SetUp() override {
+    start_network();
+    ASSERT_TRUE(chain_->set_subnet_params(true, 0, 0).is_ok());
+  }
+};
+
+// On a commit-reveal subnet the validator commits each epoch's weights and
+// reveals them the next epoch; the chain then holds them.
+TEST_F(CommitRevealTest, WeightsAreCommittedThenRevealed) {
+  auto reader = chain::EvmChain::connect(chain::to_evm_options(testing::chain_options(*chain_)), std::nullopt);
+  ASSERT_TRUE(reader.is_ok());
+  auto lead = start_validator("validator", "max_windows = 4");
+  auto a = start_miner(0);
+  auto b = start_miner(1);
+  ASSERT_EQ(lead->wait(240'000), 0);
+  std::string log = lead->read_until("validator stopped", 5'000);
+  EXPECT_THAT(log, HasSubstr("committed weights"));
+  EXPECT_THAT(log, HasSubstr("revealed weights"));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("posted weights")));
+  EXPECT_GE(posts_of(**reader, *chain_, validator_uid_), 1u);
+}
+
+}  // namespace
+}  // namespace crucible

@@ -3,12 +3,15 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "crucible/chain/keystore.h"
+#include "crucible/cli/password.h"
 #include "crucible/common/log_options.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/version.h"
@@ -101,6 +104,8 @@ std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, c
   app.set_version_flag("-V,--version", version_line(app.get_name()));
   add_common_flags(app, args.common);
   app.add_option("-k,--key", args.key_file, "Keystore file (Ethereum keystore v3) of this node's wallet");
+  app.add_option("--password-file", args.password_file,
+                 "File holding the keystore password (else $CRUCIBLE_WALLET_PASSWORD, else a prompt)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -120,6 +125,51 @@ std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, c
   log::info("starting", {{"program", app.get_name()}, {"version", version_line(app.get_name())},
                          {"config", fmt::format("{}", fmt::join(args.common.config_files, ", "))}});
   return std::nullopt;
+}
+
+}  // namespace crucible::cli
+
+namespace crucible::cli {
+
+namespace {
+std::atomic<bool>* g_stop_flag = nullptr;
+extern "C" void on_stop_signal(int) {
+  if (g_stop_flag != nullptr) g_stop_flag->store(true);
+}
+}  // namespace
+
+std::optional<chain::PrivateKey> open_node_wallet(const NodeArgs& args, int& exit_code) {
+  exit_code = kExitUsage;
+  if (args.key_file.empty()) {
+    log::error("--key KEYFILE is required: the node signs what it publishes (crucible wallet new creates one)");
+    return std::nullopt;
+  }
+  auto text = chain::read_secret_file(args.key_file);
+  if (!text.is_ok()) {
+    log::error("cannot read the key file", {{"error", text.status().to_string()}});
+    return std::nullopt;
+  }
+  auto password = obtain_password(args.password_file, false);
+  if (!password.is_ok()) {
+    log::error("no keystore password", {{"error", password.status().to_string()}});
+    return std::nullopt;
+  }
+  auto key = chain::decrypt_keystore(*text, *password);
+  if (!key.is_ok()) {
+    log::error("cannot decrypt the key file", {{"error", key.status().to_string()}});
+    return std::nullopt;
+  }
+  exit_code = kExitOk;
+  return std::move(*key);
+}
+
+void stop_on_signals(std::atomic<bool>* stop) {
+  g_stop_flag = stop;
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
 }
 
 }  // namespace crucible::cli

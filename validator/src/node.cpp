@@ -436,7 +436,81 @@ struct ValidatorNode::Impl {
 
   // ---- weights ----------------------------------------------------------------------
 
+  Status put_log(std::uint64_t epoch, const json& entry) {
+    storage::StateStore::Batch b;
+    b.put(storage::Family::kWeightsLog, epoch_key(epoch), json_bytes(entry));
+    return db->commit(std::move(b));
+  }
+
+  static json commit_json(const chain::WeightsCommit& c) {
+    return {{"netuid", c.netuid}, {"uids", c.uids}, {"values", c.values}, {"salt", c.salt},
+            {"version_key", c.version_key}, {"hash", to_hex(c.hash)}};
+  }
+  static chain::WeightsCommit commit_from(const json& j) {
+    chain::WeightsCommit c;
+    c.netuid = j.value("netuid", std::uint16_t{0});
+    c.uids = j.value("uids", std::vector<std::uint16_t>{});
+    c.values = j.value("values", std::vector<std::uint16_t>{});
+    c.salt = j.value("salt", std::vector<std::uint16_t>{});
+    c.version_key = j.value("version_key", std::uint64_t{0});
+    if (auto h = from_hex_fixed<32>(j.value("hash", std::string())); h.is_ok()) c.hash = *h;
+    return c;
+  }
+
+  // Commit-reveal subnets: each epoch reveals the previous epoch's commit,
+  // then commits this one. The commit (with its salt) is logged before it is
+  // sent, so a restart re-sends the same commit rather than a new one.
+  Status commit_reveal_weights(std::uint64_t epoch, std::uint64_t w, const chain::SubnetParams& sp) {
+    auto rows = db->scan(storage::Family::kWeightsLog, "epoch/");
+    if (!rows.is_ok()) return rows.status();
+    for (const auto& [k, v] : *rows) {
+      json e = json::parse(v.begin(), v.end(), nullptr, false);
+      const std::uint64_t e_epoch = e.value("epoch", std::uint64_t{0});
+      if (e_epoch >= epoch || e.value("status", "") != "committed") continue;
+      auto sent = chain->reveal_weights(commit_from(e["commit"]));
+      if (sent.is_ok()) {
+        e["status"] = "confirmed";
+        e["tx"] = to_hex(sent->receipt.tx_hash);
+        e["block"] = sent->receipt.block_number;
+        log::info("revealed weights", {{"epoch", e_epoch}, {"tx", to_hex(sent->receipt.tx_hash)}});
+      } else {
+        e["status"] = "failed";
+        e["error"] = sent.status().to_string();
+        log::error("revealing weights failed", {{"epoch", e_epoch}, {"error", sent.status().to_string()}});
+      }
+      CRUCIBLE_RETURN_IF_ERROR(put_log(e_epoch, e));
+    }
+    auto logged = db->get(storage::Family::kWeightsLog, epoch_key(epoch));
+    if (!logged.is_ok()) return logged.status();
+    json entry;
+    if (*logged) entry = json::parse(**logged, nullptr, false);
+    if (entry.is_object() && entry.value("status", "") != "committing") return Status::ok();
+    if (!entry.is_object()) {
+      auto [uids, values] = quantize_weights(weights(scores, params));
+      if (uids.empty()) return Status::ok();
+      CRUCIBLE_ASSIGN_OR_RETURN(chain::WeightsCommit c, chain->make_commit(o.chain.netuid, uids, values, sp.version_key));
+      entry = {{"epoch", epoch}, {"window", w}, {"uids", uids}, {"values", values}, {"status", "committing"},
+               {"commit", commit_json(c)}};
+      CRUCIBLE_RETURN_IF_ERROR(put_log(epoch, entry));
+    }
+    auto sent = chain->commit_weights(commit_from(entry["commit"]));
+    if (!sent.is_ok()) {
+      entry["status"] = "failed";
+      entry["error"] = sent.status().to_string();
+      log::error("committing weights failed", {{"epoch", epoch}, {"error", sent.status().to_string()}});
+    } else {
+      entry["status"] = "committed";
+      entry["commit_tx"] = to_hex(sent->receipt.tx_hash);
+      log::info("committed weights", {{"epoch", epoch}, {"tx", to_hex(sent->receipt.tx_hash)}});
+    }
+    return put_log(epoch, entry);
+  }
+
   Status post_weights(std::uint64_t epoch, std::uint64_t w, const std::atomic<bool>& stop) {
+    {
+      auto sp = chain->subnet_params(o.chain.netuid);
+      if (sp.is_ok() && sp->commit_reveal) return commit_reveal_weights(epoch, w, *sp);
+    }
     auto logged = db->get(storage::Family::kWeightsLog, epoch_key(epoch));
     if (!logged.is_ok()) return logged.status();
     auto mg = retry("metagraph", stop, [&] { return chain->metagraph(o.chain.netuid); });
@@ -672,24 +746,7 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   auto d = h.update(as_bytes("crucible validator random data")).finish();
   for (int i = 0; i < 8; ++i) m.private_seed |= static_cast<std::uint64_t>(d[static_cast<std::size_t>(i)]) << (8 * i);
 
-  const chain::Hash32 hotkey = chain::substrate::mirror_account(key.address());
-  CRUCIBLE_ASSIGN_OR_RETURN(chain::Metagraph mg, m.chain->metagraph(options.chain.netuid));
-  bool found = false;
-  for (const auto& n : mg.neurons) {
-    if (n.hotkey == hotkey) {
-      m.uid = n.uid;
-      found = true;
-    }
-  }
-  if (!found) {
-    return failed_precondition("{} is not registered on netuid {}: run `crucible chain register --key KEYFILE`",
-                               key.address().checksum(), options.chain.netuid);
-  }
-  const std::string location = storage::encode_location(options.storage);
-  CRUCIBLE_ASSIGN_OR_RETURN(auto committed, m.chain->commitment(options.chain.netuid, m.uid));
-  if (committed != location) {
-    CRUCIBLE_RETURN_IF_ERROR(m.chain->set_commitment(options.chain.netuid, location).status());
-  }
+  CRUCIBLE_ASSIGN_OR_RETURN(m.uid, miner::join_subnet(*m.chain, options.chain.netuid, key, options.storage));
   log::info("validator ready", {{"uid", m.uid}, {"address", key.address().checksum()}, {"store", m.store->describe()}});
   return node;
 }

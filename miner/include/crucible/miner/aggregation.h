@@ -16,6 +16,7 @@
 #include "crucible/chain/packet_signing.h"
 #include "crucible/kernels/error_feedback.h"
 #include "crucible/storage/object_store.h"
+#include "crucible/storage/storage_options.h"
 
 namespace crucible::miner {
 
@@ -82,6 +83,12 @@ class PeerDirectory {
   storage::RetryPolicy policy_;
   std::vector<std::pair<std::string, std::shared_ptr<storage::ObjectStore>>> cache_;
 };
+
+// This node's uid (the neuron whose hotkey is the key's mirror account), its
+// store location published on chain if the chain does not hold it yet.
+// failed_precondition, naming `crucible chain register`, when not registered.
+Result<std::uint16_t> join_subnet(chain::Chain& chain, std::uint16_t netuid, const chain::PrivateKey& key,
+                                  const storage::StorageOptions& storage);
 
 // The lead validator: the highest stake among uids with a validator permit
 // (ties: the lower uid); none when no uid has a permit.

@@ -2,6 +2,7 @@
 // binary (architecture.md), defaults < file < environment < flags.
 #pragma once
 
+#include <atomic>
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "crucible/chain/chain_options.h"
+#include "crucible/chain/keys.h"
 #include "crucible/common/config.h"
 #include "crucible/common/log.h"
 #include "crucible/common/model_config.h"
@@ -70,7 +72,15 @@ namespace crucible::cli {
 struct NodeArgs {
   CommonFlags common;
   std::string key_file;  // keystore file of the node's wallet
+  std::string password_file;
 };
+
+// The node's key: the keystore file --key, its password from
+// --password-file, $CRUCIBLE_WALLET_PASSWORD or a prompt. Logs what went
+// wrong and returns kExitUsage as the error's exit code.
+std::optional<chain::PrivateKey> open_node_wallet(const NodeArgs& args, int& exit_code);
+// SIGTERM and SIGINT set *stop (a clean stop between steps).
+void stop_on_signals(std::atomic<bool>* stop);
 
 // Sets up `app` for a node binary (--version, common flags, --key), parses
 // argv, loads the config and starts logging. Returns an exit code when the
