@@ -16,6 +16,7 @@
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/object_keys.h"
+#include "crucible/common/retry.h"
 #include "crucible/common/sampler.h"
 #include "crucible/kernels/packet_tensor.h"
 #include "crucible/miner/aggregation.h"
@@ -32,21 +33,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto kPoll = std::chrono::milliseconds(250);
-constexpr auto kRetryMax = std::chrono::seconds(10);
 
-// Sleeps in short steps so a stop request is seen promptly; false if stopped.
-bool sleep_for(std::chrono::milliseconds d, const std::atomic<bool>& stop) {
-  auto end = Clock::now() + d;
-  while (Clock::now() < end) {
-    if (stop.load()) return false;
-    std::this_thread::sleep_for(std::min<Clock::duration>(kPoll, end - Clock::now()));
-  }
-  return !stop.load();
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 }  // namespace
 
@@ -69,15 +56,7 @@ struct MinerNode::Impl {
   // Retries a chain read with backoff until it works or we are stopped.
   template <typename F>
   auto retry(std::string_view what, const std::atomic<bool>& stop, F&& f) -> decltype(f()) {
-    auto delay = std::chrono::milliseconds(250);
-    for (;;) {
-      auto r = f();
-      if (r.is_ok() || stop.load()) return r;
-      if (r.status().code() != StatusCode::kUnavailable && r.status().code() != StatusCode::kDeadlineExceeded) return r;
-      log::warn("retrying", {{"what", what}, {"error", r.status().to_string()}});
-      if (!sleep_for(delay, stop)) return r;
-      delay = std::min<std::chrono::milliseconds>(delay * 2, kRetryMax);
-    }
+    return retry_transient(what, stop, std::forward<F>(f));
   }
 
   Status commit() {
@@ -146,7 +125,7 @@ struct MinerNode::Impl {
         if (!have) log::info("aggregate not published in time; training on", {{"window", *wait_for}});
         return Status::ok();
       }
-      sleep_for(std::chrono::milliseconds(500), stop);
+      sleep_unless_stopped(std::chrono::milliseconds(500), stop);
     }
   }
 
@@ -270,12 +249,12 @@ struct MinerNode::Impl {
     for (;;) {
       CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, block_number(stop));
       if (head >= first) break;
-      if (!sleep_for(kPoll, stop)) return aborted("stopped before the upload slot of window {}", w);
+      if (!sleep_unless_stopped(kPoll, stop)) return aborted("stopped before the upload slot of window {}", w);
     }
     auto header = retry("block header", stop, [&] { return chain->block(first); });
     if (!header.is_ok()) return header.status();
     const double slot_end = static_cast<double>(header->timestamp) + o.protocol.upload_slot_s;
-    if (now_s() > slot_end) {
+    if (unix_seconds() > slot_end) {
       metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "late"}});
       log::warn("missed the upload slot; the update stays in error feedback", {{"window", w}});
       return Status::ok();
@@ -315,7 +294,7 @@ struct MinerNode::Impl {
   }
 
   void progress(std::uint64_t w, const StepInfo& s) {
-    const double left = window_end_s > 0 ? std::max(0.0, window_end_s - now_s()) : 0;
+    const double left = window_end_s > 0 ? std::max(0.0, window_end_s - unix_seconds()) : 0;
     if (show_progress) {
       fmt::print(stderr, "\r\033[Kwindow {} step {}/{} loss {:.4f} {:.0f} tokens/s {:.0f} s left in window", w,
                  s.step, s.steps, s.loss, s.tokens_per_second, left);
@@ -386,7 +365,7 @@ Status MinerNode::run(const std::atomic<bool>& stop) {
     const std::uint64_t w = *head / m.o.protocol.blocks_per_window;
     metrics::global().set(metrics::Gauge::kWindow, static_cast<double>(w), {{"role", "miner"}});
     if (m.state.trained_window && *m.state.trained_window >= w) {
-      sleep_for(std::chrono::milliseconds(500), stop);
+      sleep_unless_stopped(std::chrono::milliseconds(500), stop);
       continue;
     }
     std::optional<std::uint64_t> wait_for;

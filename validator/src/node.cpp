@@ -20,6 +20,7 @@
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/object_keys.h"
+#include "crucible/common/retry.h"
 #include "crucible/common/sampler.h"
 #include "crucible/kernels/aggregate.h"
 #include "crucible/miner/aggregation.h"
@@ -38,20 +39,7 @@ namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-constexpr auto kPoll = std::chrono::milliseconds(250);
 
-bool sleep_for(std::chrono::milliseconds d, const std::atomic<bool>& stop) {
-  auto end = Clock::now() + d;
-  while (Clock::now() < end) {
-    if (stop.load()) return false;
-    std::this_thread::sleep_for(std::min<Clock::duration>(kPoll, end - Clock::now()));
-  }
-  return !stop.load();
-}
-
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
 
 Bytes json_bytes(const json& j) {
   std::string s = j.dump();
@@ -96,15 +84,7 @@ struct ValidatorNode::Impl {
 
   template <typename F>
   auto retry(std::string_view what, const std::atomic<bool>& stop, F&& f) -> decltype(f()) {
-    auto delay = std::chrono::milliseconds(250);
-    for (;;) {
-      auto r = f();
-      if (r.is_ok() || stop.load()) return r;
-      if (r.status().code() != StatusCode::kUnavailable && r.status().code() != StatusCode::kDeadlineExceeded) return r;
-      log::warn("retrying", {{"what", what}, {"error", r.status().to_string()}});
-      if (!sleep_for(delay, stop)) return r;
-      delay = std::min<std::chrono::milliseconds>(delay * 2, std::chrono::milliseconds(10'000));
-    }
+    return retry_transient(what, stop, std::forward<F>(f));
   }
 
   // ---- samples ------------------------------------------------------------------
@@ -414,7 +394,7 @@ struct ValidatorNode::Impl {
       }
       if (f.status().code() != StatusCode::kNotFound) return f.status();
       if (Clock::now() >= deadline || stop.load()) return not_found("the lead published no set for window {}", w);
-      sleep_for(std::chrono::milliseconds(250), stop);
+      sleep_unless_stopped(std::chrono::milliseconds(250), stop);
     }
   }
 
@@ -774,14 +754,14 @@ Status ValidatorNode::run(const std::atomic<bool>& stop) {
     }
     // Window w is processed once its upload slot (in w+1) has closed.
     if (next >= current) {
-      sleep_for(std::chrono::milliseconds(500), stop);
+      sleep_unless_stopped(std::chrono::milliseconds(500), stop);
       continue;
     }
     auto header = m.retry("block header", stop, [&] { return m.chain->block((next + 1) * m.o.protocol.blocks_per_window); });
     if (!header.is_ok()) break;
     const double slot_end = static_cast<double>(header->timestamp) + m.o.protocol.upload_slot_s + m.o.protocol.clock_skew_s;
-    if (now_s() < slot_end) {
-      sleep_for(std::chrono::milliseconds(250), stop);
+    if (unix_seconds() < slot_end) {
+      sleep_unless_stopped(std::chrono::milliseconds(250), stop);
       continue;
     }
     CRUCIBLE_RETURN_IF_ERROR(m.process(next, stop));
