@@ -36,6 +36,10 @@ osd data = $D/osd/\$cluster-\$id
 osd objectstore = memstore
 memstore device bytes = ${CRUCIBLE_S3_MEMSTORE_BYTES:-1073741824}
 osd journal size = 0
+# The test OSD is placed in the CRUSH map by start_s3.sh; updating it again at
+# boot races the monitor map ("wrong fsid") on a loaded machine.
+osd crush update on start = false
+osd class update on start = false
 keyring = $D/keyring
 [client.rgw.a]
 rgw frontends = beast endpoint=127.0.0.1:$PORT
