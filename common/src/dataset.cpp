@@ -14,6 +14,7 @@
 
 #include "crucible/common/bytes.h"
 #include "crucible/common/file_io.h"
+#include "crucible/common/sampler.h"
 
 namespace crucible::data {
 namespace {
@@ -317,6 +318,26 @@ std::uint64_t Dataset::sample_id(std::uint64_t i, std::uint64_t seq_len) const {
   std::uint64_t h = XXH64_digest(st);
   XXH64_freeState(st);
   return h;
+}
+
+Result<std::vector<std::uint64_t>> Dataset::assignment(std::uint16_t uid, std::uint64_t window, std::uint64_t count,
+                                                       std::uint64_t seq_len) const {
+  return assign_samples(uid, window, num_samples(seq_len), count);
+}
+
+Result<std::vector<std::int64_t>> Dataset::tokens(std::span<const std::uint64_t> indices, std::uint64_t seq_len) const {
+  std::vector<std::int64_t> out(indices.size() * seq_len);
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    CRUCIBLE_RETURN_IF_ERROR(sample(indices[i], std::span(out).subspan(i * seq_len, seq_len)));
+  }
+  return out;
+}
+
+std::array<std::uint8_t, 32> Dataset::digest(std::span<const std::uint64_t> indices, std::uint64_t seq_len) const {
+  std::vector<std::uint64_t> ids;
+  ids.reserve(indices.size());
+  for (std::uint64_t i : indices) ids.push_back(sample_id(i, seq_len));
+  return sample_digest(std::move(ids));
 }
 
 }  // namespace crucible::data

@@ -193,16 +193,10 @@ struct MinerNode::Impl {
 
   // The window's samples as one [n, L] token buffer, and their digest.
   Result<std::pair<std::vector<std::int64_t>, chain::Hash32>> samples_for(std::uint64_t w) {
-    const std::int64_t L = o.model.seq_len;
-    const std::uint64_t pool = dataset->num_samples(static_cast<std::uint64_t>(L));
-    CRUCIBLE_ASSIGN_OR_RETURN(auto idx, assign_samples(uid, w, pool, o.protocol.samples_per_window));
-    std::vector<std::int64_t> tokens(idx.size() * static_cast<std::size_t>(L));
-    std::vector<std::uint64_t> ids;
-    for (std::size_t i = 0; i < idx.size(); ++i) {
-      CRUCIBLE_RETURN_IF_ERROR(dataset->sample(idx[i], std::span(tokens).subspan(i * L, L)));
-      ids.push_back(dataset->sample_id(idx[i], static_cast<std::uint64_t>(L)));
-    }
-    return std::make_pair(std::move(tokens), data::sample_digest(std::move(ids)));
+    const auto L = static_cast<std::uint64_t>(o.model.seq_len);
+    CRUCIBLE_ASSIGN_OR_RETURN(auto idx, dataset->assignment(uid, w, o.protocol.samples_per_window, L));
+    CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, dataset->tokens(idx, L));
+    return std::make_pair(std::move(tokens), dataset->digest(idx, L));
   }
 
   Status train_and_upload(std::uint64_t w, const std::atomic<bool>& stop) {

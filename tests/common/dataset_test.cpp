@@ -4,6 +4,7 @@
 
 #include <fstream>
 
+#include "crucible/common/sampler.h"
 #include "support/temp_dir.h"
 
 namespace crucible::data {
@@ -97,6 +98,30 @@ TEST(Dataset, WriterRefusesTokensTooWideForTheDtype) {
   testing::TempDir dir;
   ShardWriter w(dir.path(), "train", TokenType::kU16, 1);
   EXPECT_EQ(w.add_document(std::vector<std::uint32_t>{70000}).code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace crucible::data
+
+namespace crucible::data {
+namespace {
+
+TEST(Dataset, AssignmentTokensAndDigestAreThePartsOfProtocolSection2) {
+  testing::TempDir dir;
+  build(dir.path(), TokenType::kU16);
+  auto d = Dataset::open(dir.path());
+  ASSERT_TRUE(d.is_ok());
+  auto idx = d->assignment(7, 3, 2, 4);  // a pool of 2 samples of 4 tokens
+  ASSERT_TRUE(idx.is_ok()) << idx.status();
+  EXPECT_EQ(*idx, *assign_samples(7, 3, 2, 2));
+  auto tokens = d->tokens(*idx, 4);
+  ASSERT_TRUE(tokens.is_ok());
+  ASSERT_EQ(tokens->size(), 8u);
+  std::vector<std::int64_t> row(4);
+  ASSERT_TRUE(d->sample((*idx)[1], row).is_ok());
+  EXPECT_TRUE(std::equal(row.begin(), row.end(), tokens->begin() + 4));
+  EXPECT_EQ(d->digest(*idx, 4), sample_digest({d->sample_id((*idx)[0], 4), d->sample_id((*idx)[1], 4)}));
+  EXPECT_EQ(d->assignment(7, 3, 3, 4).status().code(), StatusCode::kInvalidArgument);  // more than the pool
 }
 
 }  // namespace

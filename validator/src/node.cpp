@@ -89,19 +89,12 @@ struct ValidatorNode::Impl {
 
   // ---- samples ------------------------------------------------------------------
 
-  Result<std::vector<std::int64_t>> tokens_of(std::uint16_t who, std::uint64_t w, std::uint64_t count,
-                                              std::vector<std::uint64_t>* ids) {
+  // Tokens of the first `count` samples of `who`'s assignment in window w.
+  Result<std::vector<std::int64_t>> tokens_of(std::uint16_t who, std::uint64_t w, std::uint64_t count) {
     const auto L = static_cast<std::uint64_t>(o.model.seq_len);
-    CRUCIBLE_ASSIGN_OR_RETURN(auto idx, assign_samples(who, w, dataset->num_samples(L), o.protocol.samples_per_window));
-    if (ids != nullptr) {
-      for (auto i : idx) ids->push_back(dataset->sample_id(i, L));
-    }
+    CRUCIBLE_ASSIGN_OR_RETURN(auto idx, dataset->assignment(who, w, o.protocol.samples_per_window, L));
     idx.resize(std::min<std::size_t>(idx.size(), count));
-    std::vector<std::int64_t> out(idx.size() * L);
-    for (std::size_t i = 0; i < idx.size(); ++i) {
-      CRUCIBLE_RETURN_IF_ERROR(dataset->sample(idx[i], std::span(out).subspan(i * L, L)));
-    }
-    return out;
+    return dataset->tokens(idx, L);
   }
 
   // ---- gather -------------------------------------------------------------------
@@ -148,13 +141,13 @@ struct ValidatorNode::Impl {
       g.reason = fmt::format("packet names uid {} window {} protocol {}", p.uid, p.window, p.protocol_version);
       return g;
     }
-    std::vector<std::uint64_t> ids;
-    auto own = tokens_of(who, w, 0, &ids);
-    if (!own.is_ok()) {
-      g.reason = "cannot recompute the assignment: " + own.status().to_string();
+    const auto L = static_cast<std::uint64_t>(o.model.seq_len);
+    auto assigned = dataset->assignment(who, w, o.protocol.samples_per_window, L);
+    if (!assigned.is_ok()) {
+      g.reason = "cannot recompute the assignment: " + assigned.status().to_string();
       return g;
     }
-    if (data::sample_digest(ids) != p.sample_digest) {
+    if (dataset->digest(*assigned, L) != p.sample_digest) {
       g.reason = "sample digest mismatch: not the assigned data";
       return g;
     }
@@ -304,14 +297,14 @@ struct ValidatorNode::Impl {
     for (auto& [u, n] : norms) all_norms.push_back(n);
     const double median = all_norms.empty() ? 0 : kernels::median_of(all_norms);
     const std::uint16_t rand_uid = static_cast<std::uint16_t>(60000 + SplitMix64(seed).next() % 5000);
-    CRUCIBLE_ASSIGN_OR_RETURN(auto rand_tokens, tokens_of(rand_uid, w, o.validator.eval_batches, nullptr));
+    CRUCIBLE_ASSIGN_OR_RETURN(auto rand_tokens, tokens_of(rand_uid, w, o.validator.eval_batches));
     const auto n_rand = static_cast<std::int64_t>(rand_tokens.size() / o.model.seq_len);
     double before_rand = 0;
     if (!chosen.empty()) {
       CRUCIBLE_ASSIGN_OR_RETURN(before_rand, model->evaluate(rand_tokens, n_rand));
     }
     for (std::uint16_t who : chosen) {
-      CRUCIBLE_ASSIGN_OR_RETURN(auto own, tokens_of(who, w, o.validator.eval_batches, nullptr));
+      CRUCIBLE_ASSIGN_OR_RETURN(auto own, tokens_of(who, w, o.validator.eval_batches));
       const auto n_own = static_cast<std::int64_t>(own.size() / o.model.seq_len);
       CRUCIBLE_ASSIGN_OR_RETURN(double before_own, model->evaluate(own, n_own));
       const double clip = norms[who] > median && norms[who] > 0 ? median / norms[who] : 1.0;
@@ -334,7 +327,7 @@ struct ValidatorNode::Impl {
   // How many windows behind a miner's fingerprint looks, against our model.
   double steps_behind(std::uint16_t who, std::uint64_t w) {
     auto peer = peers->store_of(who);
-    if (!peer.is_ok()) return o.protocol.samples_per_window > 0 ? params.sync_max_steps : 0;
+    if (!peer.is_ok()) return params.sync_max_steps;
     auto f = (*peer)->get(keys::fingerprint(w), 4 << 20);
     if (!f.is_ok()) return params.sync_max_steps;
     auto j = json::parse(f->data.begin(), f->data.end(), nullptr, false);
@@ -642,6 +635,7 @@ struct ValidatorNode::Impl {
       auto j = json::parse(v.begin(), v.end(), nullptr, false);
       if (j.is_object()) scores[static_cast<std::uint16_t>(std::stoul(k.substr(4)))] = score_from_json(j);
     }
+    const std::shared_ptr<storage::ObjectStore> sets = sets_store();
     const fs::path file = fs::path(o.validator.state_dir) / "model.safetensors";
     if (fs::exists(file)) {
       CRUCIBLE_ASSIGN_OR_RETURN(safetensors::File f, safetensors::read_file(file));
@@ -650,7 +644,7 @@ struct ValidatorNode::Impl {
       auto b = from_hex_fixed<32>(f.metadata.at("basis"));
       if (b.is_ok()) basis = *b;
       // The last aggregate, for sync scores.
-      auto set_bytes = sets_store()->get(keys::aggregate(*model_window), miner::kMaxSetBytes);
+      auto set_bytes = sets->get(keys::aggregate(*model_window), miner::kMaxSetBytes);
       if (set_bytes.is_ok()) {
         auto set = miner::decode_set(std::string_view(reinterpret_cast<const char*>(set_bytes->data.data()), set_bytes->data.size()));
         if (set.is_ok() && !set->uids.empty()) {
@@ -660,12 +654,6 @@ struct ValidatorNode::Impl {
       }
     }
     CRUCIBLE_ASSIGN_OR_RETURN(auto last, db->last_committed_window());
-    std::shared_ptr<storage::ObjectStore> sets = store;
-    if (auto mg = chain->metagraph(o.chain.netuid); mg.is_ok()) {
-      if (auto lead_uid = miner::lead_validator(*mg); lead_uid && *lead_uid != uid) {
-        if (auto s = peers->store_of(*lead_uid); s.is_ok()) sets = *s;
-      }
-    }
     std::optional<std::uint64_t> first_window;
     if (auto rows = db->scan(storage::Family::kWindowProgress, "window/", 1); rows.is_ok() && !rows->empty()) {
       first_window = std::stoull(rows->front().first.substr(7));

@@ -88,6 +88,14 @@ class Dataset {
   Status sample(std::uint64_t i, std::span<std::int64_t> out) const;
   std::uint64_t sample_id(std::uint64_t i, std::uint64_t seq_len) const;
 
+  // What miners and validators compute alike (protocol.md §2): the sample
+  // indices assigned to `uid` in `window` (assign_samples over this split's
+  // pool), their tokens as rows of seq_len, and the packet's sample digest.
+  Result<std::vector<std::uint64_t>> assignment(std::uint16_t uid, std::uint64_t window, std::uint64_t count,
+                                                std::uint64_t seq_len) const;
+  Result<std::vector<std::int64_t>> tokens(std::span<const std::uint64_t> indices, std::uint64_t seq_len) const;
+  std::array<std::uint8_t, 32> digest(std::span<const std::uint64_t> indices, std::uint64_t seq_len) const;
+
  private:
   Dataset();
   struct Impl;
