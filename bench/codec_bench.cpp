@@ -146,7 +146,8 @@ int main(int argc, char** argv) {
     wire.push_back(fmt::format("| {} | {} kept | {:.0f} bytes | {:.4f} bytes/param | {:.0f}x smaller than fp32 |",
                                label, c.indices.size(), bytes, bytes / n, 4 * n / bytes));
   }
-  fmt::print("\n| params | kept values | indices + codes + quant | per parameter | vs dense fp32 |\n|---|---|---|---|---|\n");
+  fmt::print(
+      "\n| params | kept values | indices + codes + quant | per parameter | vs dense fp32 |\n|---|---|---|---|---|\n");
   for (const auto& w : wire) fmt::print("{}\n", w);
   return 0;
 }

@@ -11,13 +11,13 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstring>
-#include <functional>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <random>
 #include <sstream>
 #include <string>
@@ -96,28 +96,31 @@ int main(int argc, char** argv) {
       std::memcpy(data.data() + i, &v, std::min<std::size_t>(8, data.size() - i));
     }
     std::string src = (tmp / "src.bin").string();
-    std::ofstream(src, std::ios::binary).write(reinterpret_cast<const char*>(data.data()),
-                                               static_cast<std::streamsize>(data.size()));
+    std::ofstream(src, std::ios::binary)
+        .write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
     bool ok1 = false, ok2 = false;
     std::string key = fmt::format("bench/{}mb", mb);
 
     double put = seconds_of([&] { return local->put(key, data).is_ok(); }, repeat, ok1);
-    double cput = seconds_of([&] { return sh(fmt::format("curl -s -T {} file://{}/curl-{}mb", src, tmp.string(), mb)); },
-                             repeat, ok2);
+    double cput = seconds_of(
+        [&] { return sh(fmt::format("curl -s -T {} file://{}/curl-{}mb", src, tmp.string(), mb)); }, repeat, ok2);
     if (ok1 && ok2) row("local", "put", mb, put, cput);
     double get = seconds_of([&] { return local->get(key, data.size()).is_ok(); }, repeat, ok1);
-    double cget = seconds_of([&] { return sh(fmt::format("curl -s -o /dev/null file://{}/curl-{}mb", tmp.string(), mb)); },
-                             repeat, ok2);
+    double cget = seconds_of(
+        [&] { return sh(fmt::format("curl -s -o /dev/null file://{}/curl-{}mb", tmp.string(), mb)); }, repeat, ok2);
     if (ok1 && ok2) row("local", "get", mb, get, cget);
 
     if (s3) {
-      std::string auth = "--aws-sigv4 aws:amz:us-east-1:s3 --user TESTKEY:TESTSECRET -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD'";
+      std::string auth =
+          "--aws-sigv4 aws:amz:us-east-1:s3 --user TESTKEY:TESTSECRET -H 'x-amz-content-sha256: UNSIGNED-PAYLOAD'";
       std::string url = fmt::format("{}/crucible-bench/curl-{}mb", endpoint, mb);
       double sput = seconds_of([&] { return s3->put(key, data).is_ok(); }, repeat, ok1);
-      double scput = seconds_of([&] { return sh(fmt::format("curl -sf --max-time 300 {} -T {} {}", auth, src, url)); }, repeat, ok2);
+      double scput = seconds_of([&] { return sh(fmt::format("curl -sf --max-time 300 {} -T {} {}", auth, src, url)); },
+                                repeat, ok2);
       if (ok1 && ok2) row("s3", "put", mb, sput, scput);
       double sget = seconds_of([&] { return s3->get(key, data.size()).is_ok(); }, repeat, ok1);
-      double scget = seconds_of([&] { return sh(fmt::format("curl -sf --max-time 300 {} -o /dev/null {}", auth, url)); }, repeat, ok2);
+      double scget = seconds_of(
+          [&] { return sh(fmt::format("curl -sf --max-time 300 {} -o /dev/null {}", auth, url)); }, repeat, ok2);
       if (ok1 && ok2) row("s3", "get", mb, sget, scget);
       (void)s3->remove(key);
       sh(fmt::format("curl -sf {} -X DELETE {} >/dev/null", auth, url));

@@ -44,7 +44,8 @@ Status check_static(const Type& t, const Value& v) {
   switch (t.kind) {
     case Type::Kind::kUint: {
       std::size_t free_bytes = kWord - static_cast<std::size_t>(t.size / 8);
-      if (!std::all_of(be.begin(), be.begin() + static_cast<std::ptrdiff_t>(free_bytes), [](auto b) { return b == 0; })) {
+      if (!std::all_of(be.begin(), be.begin() + static_cast<std::ptrdiff_t>(free_bytes),
+                       [](auto b) { return b == 0; })) {
         return out_of_range("abi: value does not fit in {}", t.canonical());
       }
       return Status::ok();
@@ -52,7 +53,8 @@ Status check_static(const Type& t, const Value& v) {
     case Type::Kind::kInt: {
       std::size_t free_bytes = kWord - static_cast<std::size_t>(t.size / 8);
       std::uint8_t fill = (be[free_bytes] & 0x80) ? 0xFF : 0x00;
-      if (!std::all_of(be.begin(), be.begin() + static_cast<std::ptrdiff_t>(free_bytes), [fill](auto b) { return b == fill; })) {
+      if (!std::all_of(be.begin(), be.begin() + static_cast<std::ptrdiff_t>(free_bytes),
+                       [fill](auto b) { return b == fill; })) {
         return out_of_range("abi: value does not fit in {}", t.canonical());
       }
       return Status::ok();
@@ -140,7 +142,8 @@ Result<Bytes> encode_one(const Type& t, const Value& v) {
 }
 
 Result<std::size_t> read_size(ByteSpan data, std::size_t at, std::string_view what) {
-  if (at + kWord > data.size()) return data_loss("abi: {} at byte {} runs past the end of {} bytes", what, at, data.size());
+  if (at + kWord > data.size())
+    return data_loss("abi: {} at byte {} runs past the end of {} bytes", what, at, data.size());
   CRUCIBLE_ASSIGN_OR_RETURN(U256 w, U256::from_be_bytes(data.subspan(at, kWord)));
   if (!w.fits_u64() || w.low_u64() > data.size()) {
     return data_loss("abi: {} at byte {} is larger than the data ({} bytes)", what, at, data.size());
@@ -162,8 +165,7 @@ struct Budget {
 Result<Value> decode_one(const Type& t, ByteSpan data, std::size_t at, int depth, Budget& budget);
 
 // `data` starts at the sequence's own base (offsets are relative to it).
-Result<std::vector<Value>> decode_sequence(const std::vector<Type>& types, ByteSpan data, int depth,
-                                           Budget& budget) {
+Result<std::vector<Value>> decode_sequence(const std::vector<Type>& types, ByteSpan data, int depth, Budget& budget) {
   if (depth > 16) return data_loss("abi: nesting deeper than 16");
   CRUCIBLE_RETURN_IF_ERROR(budget.take(types.size()));
   std::vector<Value> out;
@@ -241,14 +243,22 @@ bool Type::is_dynamic() const {
 
 std::string Type::canonical() const {
   switch (kind) {
-    case Kind::kUint: return fmt::format("uint{}", size);
-    case Kind::kInt: return fmt::format("int{}", size);
-    case Kind::kBool: return "bool";
-    case Kind::kAddress: return "address";
-    case Kind::kFixedBytes: return fmt::format("bytes{}", size);
-    case Kind::kBytes: return "bytes";
-    case Kind::kString: return "string";
-    case Kind::kArray: return children[0].canonical() + "[]";
+    case Kind::kUint:
+      return fmt::format("uint{}", size);
+    case Kind::kInt:
+      return fmt::format("int{}", size);
+    case Kind::kBool:
+      return "bool";
+    case Kind::kAddress:
+      return "address";
+    case Kind::kFixedBytes:
+      return fmt::format("bytes{}", size);
+    case Kind::kBytes:
+      return "bytes";
+    case Kind::kString:
+      return "string";
+    case Kind::kArray:
+      return children[0].canonical() + "[]";
     case Kind::kTuple: {
       std::string s = "(";
       for (std::size_t i = 0; i < children.size(); ++i) {
@@ -276,10 +286,22 @@ Result<Type> parse_type(std::string_view text) {
     CRUCIBLE_ASSIGN_OR_RETURN(t.children, parse_types(text.substr(1, text.size() - 2)));
     return t;
   }
-  if (text == "bool") { t.kind = Type::Kind::kBool; return t; }
-  if (text == "address") { t.kind = Type::Kind::kAddress; return t; }
-  if (text == "bytes") { t.kind = Type::Kind::kBytes; return t; }
-  if (text == "string") { t.kind = Type::Kind::kString; return t; }
+  if (text == "bool") {
+    t.kind = Type::Kind::kBool;
+    return t;
+  }
+  if (text == "address") {
+    t.kind = Type::Kind::kAddress;
+    return t;
+  }
+  if (text == "bytes") {
+    t.kind = Type::Kind::kBytes;
+    return t;
+  }
+  if (text == "string") {
+    t.kind = Type::Kind::kString;
+    return t;
+  }
   if (text == "uint" || text == "int") {
     t.kind = text == "uint" ? Type::Kind::kUint : Type::Kind::kInt;
     return t;
@@ -409,7 +431,8 @@ std::string describe_revert(ByteSpan data) {
       auto v = decode({Type{Type::Kind::kString, 0, {}}}, data.subspan(4));
       if (v.is_ok()) {
         std::string reason = (*v)[0].as_string();
-        for (char& c : reason) if (static_cast<unsigned char>(c) < 0x20) c = '?';
+        for (char& c : reason)
+          if (static_cast<unsigned char>(c) < 0x20) c = '?';
         return reason;
       }
     }

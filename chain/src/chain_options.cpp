@@ -9,8 +9,8 @@ void bind_options(config::Schema& schema, ChainOptions& o) {
                  std::numeric_limits<std::int64_t>::max());
   schema.add_int("chain.netuid", &o.netuid, "Subnet id.", 0, 65535);
   schema.add_double("chain.rpc_timeout_s", &o.rpc_timeout_s, "Deadline of one RPC call, retries included.", 0.1, 600);
-  schema.add_double("chain.receipt_timeout_s", &o.receipt_timeout_s,
-                    "How long to wait for a transaction to be mined.", 1, 3600);
+  schema.add_double("chain.receipt_timeout_s", &o.receipt_timeout_s, "How long to wait for a transaction to be mined.",
+                    1, 3600);
   schema.add_string("chain.commitments", &o.commitments,
                     "Where miners' bucket commitments are read: contract (local chain) or substrate (Bittensor).",
                     {"contract", "substrate"});

@@ -33,7 +33,8 @@ json call_object(const Address& to, ByteSpan data, const std::optional<Address>&
 Result<std::uint64_t> parse_quantity(const json& v) {
   if (!v.is_string()) return data_loss("expected a hex quantity, got {}", v.dump().substr(0, 40));
   std::string s = v.get<std::string>();
-  if (s.size() < 3 || s[0] != '0' || s[1] != 'x' || s.size() > 18) return data_loss("bad quantity '{}'", s.substr(0, 40));
+  if (s.size() < 3 || s[0] != '0' || s[1] != 'x' || s.size() > 18)
+    return data_loss("bad quantity '{}'", s.substr(0, 40));
   std::uint64_t out = 0;
   auto [end, ec] = std::from_chars(s.data() + 2, s.data() + s.size(), out, 16);
   if (ec != std::errc() || end != s.data() + s.size()) return data_loss("bad quantity '{}'", s);

@@ -3,8 +3,8 @@
 #include <sys/random.h>
 
 #include <cerrno>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 
 #include <openssl/crypto.h>
 #include <secp256k1.h>

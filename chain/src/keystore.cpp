@@ -10,9 +10,9 @@
 #include <filesystem>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <nlohmann/json.hpp>
 
 namespace crucible::chain {
 namespace {
@@ -27,7 +27,8 @@ struct Cleansed {
 };
 
 Status random_bytes(std::uint8_t* out, std::size_t n) {
-  if (getrandom(out, n, 0) != static_cast<ssize_t>(n)) return internal_error("getrandom failed: {}", std::strerror(errno));
+  if (getrandom(out, n, 0) != static_cast<ssize_t>(n))
+    return internal_error("getrandom failed: {}", std::strerror(errno));
   return Status::ok();
 }
 
@@ -87,7 +88,8 @@ std::string uuid_v4() {
 }
 
 Result<Bytes> hex_field(const json& obj, const char* name) {
-  if (!obj.contains(name) || !obj[name].is_string()) return invalid_argument("keystore: missing string field '{}'", name);
+  if (!obj.contains(name) || !obj[name].is_string())
+    return invalid_argument("keystore: missing string field '{}'", name);
   auto b = from_hex(obj[name].get<std::string>());
   if (!b.is_ok()) return invalid_argument("keystore: field '{}': {}", name, b.status().message());
   return b;
@@ -111,19 +113,21 @@ Result<std::string> encrypt_keystore(const PrivateKey& key, const Secret& passwo
   CRUCIBLE_RETURN_IF_ERROR(scrypt(password, salt, params.scrypt_n, params.scrypt_r, params.scrypt_p, derived.bytes));
   Bytes ciphertext;
   CRUCIBLE_RETURN_IF_ERROR(aes128_ctr(ByteSpan(derived.bytes).first(16), iv, key.secret_bytes(), ciphertext));
-  json doc = {
-      {"version", 3},
-      {"id", uuid_v4()},
-      {"address", to_hex(key.address().bytes(), false)},
-      {"crypto",
-       {{"cipher", "aes-128-ctr"},
-        {"cipherparams", {{"iv", to_hex(iv, false)}}},
-        {"ciphertext", to_hex(ciphertext, false)},
-        {"kdf", "scrypt"},
-        {"kdfparams",
-         {{"dklen", 32}, {"n", params.scrypt_n}, {"r", params.scrypt_r}, {"p", params.scrypt_p},
-          {"salt", to_hex(salt, false)}}},
-        {"mac", to_hex(mac_of(derived.bytes, ciphertext), false)}}}};
+  json doc = {{"version", 3},
+              {"id", uuid_v4()},
+              {"address", to_hex(key.address().bytes(), false)},
+              {"crypto",
+               {{"cipher", "aes-128-ctr"},
+                {"cipherparams", {{"iv", to_hex(iv, false)}}},
+                {"ciphertext", to_hex(ciphertext, false)},
+                {"kdf", "scrypt"},
+                {"kdfparams",
+                 {{"dklen", 32},
+                  {"n", params.scrypt_n},
+                  {"r", params.scrypt_r},
+                  {"p", params.scrypt_p},
+                  {"salt", to_hex(salt, false)}}},
+                {"mac", to_hex(mac_of(derived.bytes, ciphertext), false)}}}};
   return doc.dump(2) + "\n";
 }
 
@@ -227,7 +231,8 @@ Result<std::string> read_secret_file(const std::string& path, std::size_t max_by
 
 Status write_secret_file(const std::string& path, std::string_view content, bool overwrite) {
   std::error_code ec;
-  if (!overwrite && std::filesystem::exists(path, ec)) return already_exists("{}: exists (refusing to overwrite)", path);
+  if (!overwrite && std::filesystem::exists(path, ec))
+    return already_exists("{}: exists (refusing to overwrite)", path);
   std::string tmp = path + ".tmp-" + std::to_string(getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return permission_denied("{}: cannot create: {}", tmp, std::strerror(errno));

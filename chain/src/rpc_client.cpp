@@ -107,7 +107,8 @@ Result<std::string> RpcClient::post(std::string_view what, const std::string& bo
                                 options_.max_response_bytes);
     } else if (rc != CURLE_OK) {
       bool timeout = rc == CURLE_OPERATION_TIMEDOUT;
-      std::string msg = fmt::format("rpc {} to {}: {} (attempt {})", what, options_.url, curl_easy_strerror(rc), attempt);
+      std::string msg =
+          fmt::format("rpc {} to {}: {} (attempt {})", what, options_.url, curl_easy_strerror(rc), attempt);
       last = timeout ? deadline_exceeded("{}", msg) : unavailable("{}", msg);
       retry = transient_curl(rc);
     } else if (http == 429 || http >= 500) {
@@ -133,7 +134,8 @@ Result<std::string> RpcClient::post(std::string_view what, const std::string& bo
 
 Status RpcClient::error_status(std::string_view method, const json& error) {
   std::int64_t code = error.value("code", std::int64_t{0});
-  std::string message = error.contains("message") && error["message"].is_string() ? error["message"].get<std::string>() : "";
+  std::string message =
+      error.contains("message") && error["message"].is_string() ? error["message"].get<std::string>() : "";
   std::string data_hex;
   if (error.contains("data")) {
     const json& d = error["data"];
@@ -154,12 +156,16 @@ Status RpcClient::error_status(std::string_view method, const json& error) {
   }
   std::string text = fmt::format("{}: rpc error {}: {}", method, code, message.substr(0, 500));
   switch (code) {
-    case -32601: return unimplemented("{}", text);
+    case -32601:
+      return unimplemented("{}", text);
     case -32602:
     case -32600:
-    case -32700: return invalid_argument("{}", text);
-    case -32005: return unavailable("{}", text);  // rate limited
-    default: return failed_precondition("{}", text);
+    case -32700:
+      return invalid_argument("{}", text);
+    case -32005:
+      return unavailable("{}", text);  // rate limited
+    default:
+      return failed_precondition("{}", text);
   }
 }
 

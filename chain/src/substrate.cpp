@@ -31,7 +31,8 @@ struct Reader {
   Result<std::uint64_t> compact_len() {
     CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t first, le(1));
     switch (first & 3) {
-      case 0: return first >> 2;
+      case 0:
+        return first >> 2;
       case 1: {
         pos -= 1;
         CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t v, le(2));
@@ -42,7 +43,8 @@ struct Reader {
         CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t v, le(4));
         return v >> 2;
       }
-      default: return data_loss("scale: big compact integers are not expected here");
+      default:
+        return data_loss("scale: big compact integers are not expected here");
     }
   }
   Result<ByteSpan> take(std::size_t n) {
@@ -169,7 +171,7 @@ Result<std::string> decode_commitment(ByteSpan scale) {
   std::string text;
   for (std::uint64_t f = 0; f < fields; ++f) {
     CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t tag, r.le(1));
-    if (tag == 0) continue;  // Data::None
+    if (tag == 0) continue;        // Data::None
     if (tag >= 1 && tag <= 129) {  // Data::Raw of tag - 1 bytes
       CRUCIBLE_ASSIGN_OR_RETURN(ByteSpan raw, r.take(tag - 1));
       text.append(raw.begin(), raw.end());

@@ -18,14 +18,14 @@ Bytes strip_zeros(const std::array<std::uint8_t, 32>& word) {
 }
 
 std::vector<Bytes> legacy_fields(const LegacyTx& tx) {
-  return {rlp::encode_uint(tx.nonce),     rlp::encode_uint(tx.gas_price), rlp::encode_uint(tx.gas_limit),
-          encode_to(tx.to),               rlp::encode_uint(tx.value),     rlp::encode_bytes(tx.data)};
+  return {rlp::encode_uint(tx.nonce), rlp::encode_uint(tx.gas_price), rlp::encode_uint(tx.gas_limit),
+          encode_to(tx.to),           rlp::encode_uint(tx.value),     rlp::encode_bytes(tx.data)};
 }
 
 std::vector<Bytes> eip1559_fields(const Eip1559Tx& tx) {
-  return {rlp::encode_uint(tx.chain_id),  rlp::encode_uint(tx.nonce),   rlp::encode_uint(tx.max_priority_fee),
-          rlp::encode_uint(tx.max_fee),   rlp::encode_uint(tx.gas_limit), encode_to(tx.to),
-          rlp::encode_uint(tx.value),     rlp::encode_bytes(tx.data),     rlp::encode_list({})};
+  return {rlp::encode_uint(tx.chain_id), rlp::encode_uint(tx.nonce),     rlp::encode_uint(tx.max_priority_fee),
+          rlp::encode_uint(tx.max_fee),  rlp::encode_uint(tx.gas_limit), encode_to(tx.to),
+          rlp::encode_uint(tx.value),    rlp::encode_bytes(tx.data),     rlp::encode_list({})};
 }
 
 Bytes typed(std::uint8_t type, const Bytes& payload) {

@@ -14,9 +14,7 @@ bool contains(const std::string& haystack, std::string_view needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-std::uint64_t bump(std::uint64_t v, std::uint32_t percent) {
-  return std::max(v + 1, v + v * percent / 100);
-}
+std::uint64_t bump(std::uint64_t v, std::uint32_t percent) { return std::max(v + 1, v + v * percent / 100); }
 
 }  // namespace
 
@@ -118,8 +116,8 @@ Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optiona
       out.receipt = *r;
       if (!r->success) {
         CRUCIBLE_ASSIGN_OR_RETURN(std::string reason, revert_reason(d));
-        return failed_precondition("transaction {} was mined in block {} but reverted: {}", to_hex(h),
-                                   r->block_number, reason);
+        return failed_precondition("transaction {} was mined in block {} but reverted: {}", to_hex(h), r->block_number,
+                                   reason);
       }
       return out;
     }

@@ -122,7 +122,8 @@ Status ShardWriter::close_current() {
   close(m.fd);
   m.fd = -1;
   fs::path final_path = m.dir / m.info.shards.back().file;
-  if (st.is_ok() && rename(m.tmp.c_str(), final_path.c_str()) != 0) st = files::errno_status("rename", final_path, errno);
+  if (st.is_ok() && rename(m.tmp.c_str(), final_path.c_str()) != 0)
+    st = files::errno_status("rename", final_path, errno);
   if (!st.is_ok()) {
     unlink(m.tmp.c_str());
     return st;
@@ -173,9 +174,13 @@ Status write_manifest(const fs::path& dir, const DatasetInfo& info) {
     for (const auto& sh : s.shards) shards.push_back({{"file", sh.file}, {"tokens", sh.tokens}, {"sha256", sh.sha256}});
     splits[name] = {{"tokens", s.tokens}, {"documents", s.documents}, {"shards", shards}};
   }
-  json j = {{"format", "crucible-tokens-v1"}, {"dtype", dtype_text(info.dtype)}, {"vocab_size", info.vocab_size},
-            {"eos_id", info.eos_id},          {"tokenizer_sha256", info.tokenizer_sha256},
-            {"source", info.source},          {"splits", splits}};
+  json j = {{"format", "crucible-tokens-v1"},
+            {"dtype", dtype_text(info.dtype)},
+            {"vocab_size", info.vocab_size},
+            {"eos_id", info.eos_id},
+            {"tokenizer_sha256", info.tokenizer_sha256},
+            {"source", info.source},
+            {"splits", splits}};
   std::string text = j.dump(2) + "\n";
   return files::write_file_atomic(dir / kManifestName, as_bytes(text));
 }
@@ -183,9 +188,7 @@ Status write_manifest(const fs::path& dir, const DatasetInfo& info) {
 Result<DatasetInfo> read_manifest(const fs::path& dir) {
   CRUCIBLE_ASSIGN_OR_RETURN(Bytes bytes, files::read_file(dir / kManifestName, 16 << 20));
   json j = json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  auto bad = [&](std::string_view what) {
-    return data_loss("{}: {}", (dir / kManifestName).string(), what);
-  };
+  auto bad = [&](std::string_view what) { return data_loss("{}: {}", (dir / kManifestName).string(), what); };
   if (!j.is_object() || j.value("format", "") != "crucible-tokens-v1") return bad("not a crucible-tokens-v1 manifest");
   DatasetInfo info;
   std::string dtype = j.value("dtype", "");
@@ -214,7 +217,8 @@ Result<DatasetInfo> read_manifest(const fs::path& dir) {
         return bad("a shard entry lacks file or tokens");
       }
       ShardInfo info_sh{sh["file"].get<std::string>(), sh["tokens"].get<std::uint64_t>(), sh.value("sha256", "")};
-      if (info_sh.file.find('/') != std::string::npos || info_sh.file.starts_with(".")) return bad("shard file names must be plain");
+      if (info_sh.file.find('/') != std::string::npos || info_sh.file.starts_with("."))
+        return bad("shard file names must be plain");
       s.tokens += info_sh.tokens;
       s.shards.push_back(std::move(info_sh));
     }
@@ -242,11 +246,13 @@ struct Dataset::Impl {
   }
   std::uint32_t token(std::uint64_t t) const {
     // shards are few: a binary search over their first tokens
-    auto it = std::upper_bound(maps.begin(), maps.end(), t, [](std::uint64_t v, const Map& m) { return v < m.first_token; });
+    auto it =
+        std::upper_bound(maps.begin(), maps.end(), t, [](std::uint64_t v, const Map& m) { return v < m.first_token; });
     const Map& m = *(it - 1);
     const std::size_t w = token_bytes(info.dtype);
     const std::uint8_t* p = m.data + (t - m.first_token) * w;
-    return w == 2 ? std::uint32_t(p[0] | p[1] << 8) : std::uint32_t(p[0] | p[1] << 8 | p[2] << 16 | std::uint32_t(p[3]) << 24);
+    return w == 2 ? std::uint32_t(p[0] | p[1] << 8)
+                  : std::uint32_t(p[0] | p[1] << 8 | p[2] << 16 | std::uint32_t(p[3]) << 24);
   }
 };
 
@@ -297,10 +303,12 @@ std::uint64_t Dataset::num_tokens() const { return impl_->tokens; }
 
 Status Dataset::sample(std::uint64_t i, std::span<std::int64_t> out) const {
   const std::uint64_t L = out.size();
-  if (L == 0 || i >= num_samples(L)) return out_of_range("sample {} of length {}: the split has {}", i, L, num_samples(L));
+  if (L == 0 || i >= num_samples(L))
+    return out_of_range("sample {} of length {}: the split has {}", i, L, num_samples(L));
   for (std::uint64_t k = 0; k < L; ++k) {
     std::uint32_t t = impl_->token(i * L + k);
-    if (t >= impl_->info.vocab_size) return data_loss("token {} at {} is outside the vocabulary of {}", t, i * L + k, impl_->info.vocab_size);
+    if (t >= impl_->info.vocab_size)
+      return data_loss("token {} at {} is outside the vocabulary of {}", t, i * L + k, impl_->info.vocab_size);
     out[k] = t;
   }
   return Status::ok();

@@ -15,12 +15,16 @@ namespace fs = std::filesystem;
 
 Status errno_status(std::string_view what, const fs::path& p, int err) {
   switch (err) {
-    case ENOENT: return not_found("{}: {} does not exist", what, p.string());
+    case ENOENT:
+      return not_found("{}: {} does not exist", what, p.string());
     case ENOSPC:
-    case EDQUOT: return resource_exhausted("{}: {}: disk full", what, p.string());
+    case EDQUOT:
+      return resource_exhausted("{}: {}: disk full", what, p.string());
     case EACCES:
-    case EPERM: return permission_denied("{}: {}: {}", what, p.string(), std::strerror(err));
-    default: return unavailable("{}: {}: {}", what, p.string(), std::strerror(err));
+    case EPERM:
+      return permission_denied("{}: {}: {}", what, p.string(), std::strerror(err));
+    default:
+      return unavailable("{}: {}: {}", what, p.string(), std::strerror(err));
   }
 }
 

@@ -87,21 +87,26 @@ bool redact(const Field& f) { return f.redacted || is_secret_key(f.key); }
 
 std::string_view level_name(Level level) noexcept {
   switch (level) {
-    case Level::kTrace: return "trace";
-    case Level::kDebug: return "debug";
-    case Level::kInfo: return "info";
-    case Level::kWarn: return "warn";
-    case Level::kError: return "error";
-    case Level::kOff: return "off";
+    case Level::kTrace:
+      return "trace";
+    case Level::kDebug:
+      return "debug";
+    case Level::kInfo:
+      return "info";
+    case Level::kWarn:
+      return "warn";
+    case Level::kError:
+      return "error";
+    case Level::kOff:
+      return "off";
   }
   return "?";
 }
 
 bool is_secret_key(std::string_view key) noexcept {
   // Whole words of the key, split at '.', '_' and '-': "tokens_per_s" is not a token.
-  static constexpr std::string_view kWords[] = {"password", "passphrase", "secret",  "mnemonic",
-                                                "token",    "credential", "credentials", "authorization",
-                                                "privkey"};
+  static constexpr std::string_view kWords[] = {"password",   "passphrase",  "secret",        "mnemonic", "token",
+                                                "credential", "credentials", "authorization", "privkey"};
   std::size_t start = 0;
   std::string_view previous;
   while (start <= key.size()) {
@@ -118,8 +123,7 @@ bool is_secret_key(std::string_view key) noexcept {
   return false;
 }
 
-std::string format_record(Format format, std::int64_t ts_ms, Level level, std::string_view msg,
-                          Fields fields) {
+std::string format_record(Format format, std::int64_t ts_ms, Level level, std::string_view msg, Fields fields) {
   if (format == Format::kJson) {
     nlohmann::json j = nlohmann::json::object();
     j["ts"] = timestamp(ts_ms);
@@ -137,8 +141,7 @@ std::string format_record(Format format, std::int64_t ts_ms, Level level, std::s
   for (char& c : level_text) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   std::string line = fmt::format("{} {:<5} {}", timestamp(ts_ms), level_text, escape_text(msg, false));
   for (const Field& f : fields) {
-    line += fmt::format(" {}={}", escape_text(f.key, false),
-                        redact(f) ? std::string(kRedacted) : text_value(f.value));
+    line += fmt::format(" {}={}", escape_text(f.key, false), redact(f) ? std::string(kRedacted) : text_value(f.value));
   }
   return line + "\n";
 }
@@ -164,8 +167,7 @@ bool enabled(Level l) noexcept { return l != Level::kOff && l >= state().level.l
 void write(Level l, std::string_view msg, Fields fields) {
   if (!enabled(l)) return;
   State& s = state();
-  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
                  .count();
   std::string line = format_record(s.format, now, l, msg, fields);
   metrics::global().add(metrics::Counter::kLogRecords, 1, {{"level", std::string(level_name(l))}});

@@ -6,9 +6,9 @@ namespace crucible::log {
 namespace {
 
 const std::vector<std::pair<std::string, Level>>& level_names() {
-  static const std::vector<std::pair<std::string, Level>> names = {
-      {"trace", Level::kTrace}, {"debug", Level::kDebug}, {"info", Level::kInfo},
-      {"warn", Level::kWarn},   {"error", Level::kError}, {"off", Level::kOff}};
+  static const std::vector<std::pair<std::string, Level>> names = {{"trace", Level::kTrace}, {"debug", Level::kDebug},
+                                                                   {"info", Level::kInfo},   {"warn", Level::kWarn},
+                                                                   {"error", Level::kError}, {"off", Level::kOff}};
   return names;
 }
 
@@ -33,8 +33,8 @@ Result<E> parse_name(const std::vector<std::pair<std::string, E>>& names, std::s
 
 void bind_options(config::Schema& schema, LogOptions& options) {
   schema.add_enum("log.level", &options.level, "Least severe level written.", level_names());
-  schema.add_enum("log.format", &options.format,
-                  "auto: human text on a terminal, JSON lines otherwise; or text, json.", format_names());
+  schema.add_enum("log.format", &options.format, "auto: human text on a terminal, JSON lines otherwise; or text, json.",
+                  format_names());
 }
 
 Result<Level> parse_level(std::string_view name) { return parse_name(level_names(), name, "level"); }

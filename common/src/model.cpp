@@ -92,8 +92,8 @@ void Llama::bind() {
   layers_.clear();
   for (std::int64_t l = 0; l < config_.n_layers; ++l) {
     Layer layer;
-    for (at::Tensor* t : {&layer.attn_norm, &layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.mlp_norm,
-                          &layer.w_gate, &layer.w_up, &layer.w_down}) {
+    for (at::Tensor* t : {&layer.attn_norm, &layer.wq, &layer.wk, &layer.wv, &layer.wo, &layer.mlp_norm, &layer.w_gate,
+                          &layer.w_up, &layer.w_down}) {
       *t = params_[i++].tensor;
     }
     layers_.push_back(std::move(layer));
@@ -118,7 +118,9 @@ std::int64_t Llama::num_parameters() const {
 at::Tensor Llama::attention(const Layer& l, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {
   const auto& c = config_;
   const std::int64_t b = x.size(0), t = x.size(1), hd = c.head_dim();
-  auto heads = [&](const at::Tensor& w, std::int64_t n) { return at::linear(x, w).view({b, t, n, hd}).transpose(1, 2); };
+  auto heads = [&](const at::Tensor& w, std::int64_t n) {
+    return at::linear(x, w).view({b, t, n, hd}).transpose(1, 2);
+  };
   at::Tensor q = heads(l.wq, c.n_heads);
   at::Tensor k = heads(l.wk, c.n_kv_heads);
   at::Tensor v = heads(l.wv, c.n_kv_heads);

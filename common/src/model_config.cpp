@@ -26,8 +26,7 @@ void bind_options(config::Schema& schema, ModelConfig& o) {
   schema.add_int("model.dim", &o.dim, "Hidden size.", 8, 16384);
   schema.add_int("model.n_layers", &o.n_layers, "Decoder layers.", 1, 256);
   schema.add_int("model.n_heads", &o.n_heads, "Attention heads.", 1, 256);
-  schema.add_int("model.n_kv_heads", &o.n_kv_heads, "Key/value heads (grouped-query attention when fewer).", 1,
-                 256);
+  schema.add_int("model.n_kv_heads", &o.n_kv_heads, "Key/value heads (grouped-query attention when fewer).", 1, 256);
   schema.add_int("model.hidden_dim", &o.hidden_dim, "SwiGLU inner size.", 8, 65536);
   schema.add_int("model.seq_len", &o.seq_len, "Tokens per training sample.", 2, 1 << 16);
   schema.add_double("model.rope_theta", &o.rope_theta, "RoPE base.", 1, 1e9);
@@ -37,7 +36,8 @@ void bind_options(config::Schema& schema, ModelConfig& o) {
 }
 
 Status validate(const ModelConfig& c) {
-  if (c.dim % c.n_heads != 0) return invalid_argument("model: dim {} is not a multiple of n_heads {}", c.dim, c.n_heads);
+  if (c.dim % c.n_heads != 0)
+    return invalid_argument("model: dim {} is not a multiple of n_heads {}", c.dim, c.n_heads);
   if (c.head_dim() % 2 != 0) return invalid_argument("model: head size {} must be even for RoPE", c.head_dim());
   if (c.n_heads % c.n_kv_heads != 0) {
     return invalid_argument("model: n_heads {} is not a multiple of n_kv_heads {}", c.n_heads, c.n_kv_heads);

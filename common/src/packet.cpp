@@ -223,7 +223,8 @@ Result<Decoded> decode(ByteSpan bytes, const Limits& limits) {
     return resource_exhausted("packet declares {} tensors, more than the cap of {}", count, limits.max_tensors);
   }
   for (std::uint32_t i = 0; i < count; ++i) {
-    CRUCIBLE_ASSIGN_OR_RETURN(Tensor t, read_tensor(r, limits, i, p.tensors.empty() ? std::string() : p.tensors.back().name));
+    CRUCIBLE_ASSIGN_OR_RETURN(Tensor t,
+                              read_tensor(r, limits, i, p.tensors.empty() ? std::string() : p.tensors.back().name));
     p.tensors.push_back(std::move(t));
   }
   d.body_bytes = r.position();

@@ -20,9 +20,17 @@ struct DTypeInfo {
   std::size_t size;
 };
 constexpr std::array<DTypeInfo, 11> kDTypes{{
-    {DType::kF32, "F32", 4}, {DType::kF16, "F16", 2}, {DType::kBF16, "BF16", 2}, {DType::kF64, "F64", 8},
-    {DType::kI64, "I64", 8}, {DType::kI32, "I32", 4}, {DType::kI16, "I16", 2},   {DType::kU16, "U16", 2},
-    {DType::kI8, "I8", 1},   {DType::kU8, "U8", 1},   {DType::kBool, "BOOL", 1},
+    {DType::kF32, "F32", 4},
+    {DType::kF16, "F16", 2},
+    {DType::kBF16, "BF16", 2},
+    {DType::kF64, "F64", 8},
+    {DType::kI64, "I64", 8},
+    {DType::kI32, "I32", 4},
+    {DType::kI16, "I16", 2},
+    {DType::kU16, "U16", 2},
+    {DType::kI8, "I8", 1},
+    {DType::kU8, "U8", 1},
+    {DType::kBool, "BOOL", 1},
 }};
 
 // Element count times dtype size, or an error on a negative dimension or overflow.
@@ -63,7 +71,8 @@ Result<Bytes> serialize(std::span<const TensorView> tensors, const Metadata& met
   std::set<std::string_view> names;
   std::uint64_t offset = 0;
   for (const auto& t : tensors) {
-    if (t.name.empty() || t.name == "__metadata__") return invalid_argument("safetensors: bad tensor name '{}'", t.name);
+    if (t.name.empty() || t.name == "__metadata__")
+      return invalid_argument("safetensors: bad tensor name '{}'", t.name);
     if (!names.insert(t.name).second) return invalid_argument("safetensors: tensor '{}' twice", t.name);
     CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t n, byte_size(t.name, t.shape, t.dtype));
     if (n != t.data.size()) {
@@ -118,8 +127,7 @@ Result<File> parse(Bytes bytes, const Limits& limits) {
       }
       continue;
     }
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
-        !entry.contains("data_offsets")) {
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets")) {
       return data_loss("safetensors: tensor '{}' lacks dtype, shape or data_offsets", name);
     }
     const json& dt = entry["dtype"];

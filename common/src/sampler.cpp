@@ -28,7 +28,8 @@ Result<std::vector<std::uint64_t>> assign_samples(std::uint16_t uid, std::uint64
                                                   std::uint64_t count) {
   if (pool == 0) return invalid_argument("sampler: the pool is empty");
   if (count > pool) return invalid_argument("sampler: {} samples asked from a pool of {}", count, pool);
-  if (count > (std::uint64_t{1} << 24)) return invalid_argument("sampler: {} samples is more than a window uses", count);
+  if (count > (std::uint64_t{1} << 24))
+    return invalid_argument("sampler: {} samples is more than a window uses", count);
   SplitMix64 rng(assignment_seed(uid, window));
   std::unordered_map<std::uint64_t, std::uint64_t> moved;  // positions whose value is not their own index
   auto at = [&](std::uint64_t i) {

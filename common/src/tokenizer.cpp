@@ -63,21 +63,20 @@ enum class Class : std::uint8_t { kSpace, kLetter, kNumber, kOther };
 struct Range {
   char32_t lo, hi;
 };
-constexpr Range kSpaces[] = {{0x09, 0x0D}, {0x20, 0x20},     {0x85, 0x85},     {0xA0, 0xA0},
-                             {0x1680, 0x1680}, {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F},
-                             {0x205F, 0x205F}, {0x3000, 0x3000}};
+constexpr Range kSpaces[] = {{0x09, 0x0D},     {0x20, 0x20},     {0x85, 0x85},     {0xA0, 0xA0},     {0x1680, 0x1680},
+                             {0x2000, 0x200A}, {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}};
 constexpr Range kNumbers[] = {{'0', '9'},       {0xB2, 0xB3},     {0xB9, 0xB9},     {0xBC, 0xBE},
                               {0x660, 0x669},   {0x6F0, 0x6F9},   {0x966, 0x96F},   {0xE50, 0xE59},
                               {0x2070, 0x2070}, {0x2074, 0x2079}, {0x2080, 0x2089}, {0x2150, 0x2182},
                               {0x2185, 0x2189}, {0x2460, 0x249B}, {0x3007, 0x3007}, {0xFF10, 0xFF19}};
-constexpr Range kLetters[] = {
-    {'A', 'Z'},       {'a', 'z'},       {0xAA, 0xAA},     {0xB5, 0xB5},     {0xBA, 0xBA},     {0xC0, 0xD6},
-    {0xD8, 0xF6},     {0xF8, 0x2C1},    {0x2C6, 0x2D1},   {0x2E0, 0x2E4},   {0x370, 0x374},   {0x376, 0x377},
-    {0x37A, 0x37D},   {0x37F, 0x37F},   {0x386, 0x386},   {0x388, 0x3F5},   {0x3F7, 0x481},   {0x48A, 0x52F},
-    {0x531, 0x556},   {0x560, 0x588},   {0x5D0, 0x5EA},   {0x620, 0x64A},   {0x671, 0x6D3},   {0x904, 0x939},
-    {0xE01, 0xE30},   {0x10A0, 0x10FF}, {0x1100, 0x11FF}, {0x1E00, 0x1FBC}, {0x3041, 0x3096}, {0x30A1, 0x30FA},
-    {0x3400, 0x4DBF}, {0x4E00, 0x9FFF}, {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFF21, 0xFF3A}, {0xFF41, 0xFF5A},
-    {0x20000, 0x2FFFF}};
+constexpr Range kLetters[] = {{'A', 'Z'},       {'a', 'z'},        {0xAA, 0xAA},     {0xB5, 0xB5},     {0xBA, 0xBA},
+                              {0xC0, 0xD6},     {0xD8, 0xF6},      {0xF8, 0x2C1},    {0x2C6, 0x2D1},   {0x2E0, 0x2E4},
+                              {0x370, 0x374},   {0x376, 0x377},    {0x37A, 0x37D},   {0x37F, 0x37F},   {0x386, 0x386},
+                              {0x388, 0x3F5},   {0x3F7, 0x481},    {0x48A, 0x52F},   {0x531, 0x556},   {0x560, 0x588},
+                              {0x5D0, 0x5EA},   {0x620, 0x64A},    {0x671, 0x6D3},   {0x904, 0x939},   {0xE01, 0xE30},
+                              {0x10A0, 0x10FF}, {0x1100, 0x11FF},  {0x1E00, 0x1FBC}, {0x3041, 0x3096}, {0x30A1, 0x30FA},
+                              {0x3400, 0x4DBF}, {0x4E00, 0x9FFF},  {0xAC00, 0xD7A3}, {0xF900, 0xFAFF}, {0xFF21, 0xFF3A},
+                              {0xFF41, 0xFF5A}, {0x20000, 0x2FFFF}};
 
 template <std::size_t N>
 bool in(const Range (&ranges)[N], char32_t cp) {
@@ -197,7 +196,8 @@ void Tokenizer::index() {
   for (std::uint32_t id = 0; id < tokens_.size(); ++id) {
     if (!special_[id]) by_bytes_.emplace(tokens_[id], id);
   }
-  for (int b = 0; b < 256; ++b) byte_id_[static_cast<std::size_t>(b)] = by_bytes_.at(std::string(1, static_cast<char>(b)));
+  for (int b = 0; b < 256; ++b)
+    byte_id_[static_cast<std::size_t>(b)] = by_bytes_.at(std::string(1, static_cast<char>(b)));
   for (std::uint32_t r = 0; r < merge_list_.size(); ++r) {
     auto [a, b] = merge_list_[r];
     merges_.emplace(pair_key(a, b), Merge{r, by_bytes_.at(tokens_[a] + tokens_[b])});
@@ -266,8 +266,13 @@ std::string Tokenizer::to_json() const {
   json added = json::array();
   for (std::uint32_t id = 0; id < tokens_.size(); ++id) {
     if (special_[id]) {
-      added.push_back({{"id", id}, {"content", tokens_[id]}, {"single_word", false}, {"lstrip", false},
-                       {"rstrip", false}, {"normalized", false}, {"special", true}});
+      added.push_back({{"id", id},
+                       {"content", tokens_[id]},
+                       {"single_word", false},
+                       {"lstrip", false},
+                       {"rstrip", false},
+                       {"normalized", false},
+                       {"special", true}});
       vocab[tokens_[id]] = id;
     } else {
       vocab[to_visible(tokens_[id])] = id;
@@ -275,7 +280,9 @@ std::string Tokenizer::to_json() const {
   }
   json merges = json::array();
   for (auto [a, b] : merge_list_) merges.push_back(to_visible(tokens_[a]) + " " + to_visible(tokens_[b]));
-  json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space_}, {"trim_offsets", true},
+  json byte_level = {{"type", "ByteLevel"},
+                     {"add_prefix_space", add_prefix_space_},
+                     {"trim_offsets", true},
                      {"use_regex", use_regex_}};
   json j = {{"version", "1.0"},
             {"truncation", nullptr},
@@ -312,14 +319,17 @@ Result<Tokenizer> Tokenizer::load(const std::filesystem::path& path, const Token
 }
 
 Result<Tokenizer> Tokenizer::from_json(std::string_view text, const TokenizerLimits& limits) {
-  if (text.size() > limits.max_file_bytes) return resource_exhausted("tokenizer.json larger than {} bytes", limits.max_file_bytes);
+  if (text.size() > limits.max_file_bytes)
+    return resource_exhausted("tokenizer.json larger than {} bytes", limits.max_file_bytes);
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
     return invalid_argument("not a tokenizer.json: no model object");
   }
   const json& model = j["model"];
-  if (model.value("type", "") != "BPE") return unimplemented("tokenizer model type {} is not BPE", model.value("type", "?"));
-  if (model.value("byte_fallback", false)) return unimplemented("byte_fallback BPE (SentencePiece style) is not supported");
+  if (model.value("type", "") != "BPE")
+    return unimplemented("tokenizer model type {} is not BPE", model.value("type", "?"));
+  if (model.value("byte_fallback", false))
+    return unimplemented("byte_fallback BPE (SentencePiece style) is not supported");
   if (j.contains("normalizer") && !j["normalizer"].is_null()) {
     return unimplemented("tokenizer normalizers are not supported (found {})", j["normalizer"].value("type", "?"));
   }
@@ -346,7 +356,8 @@ Result<Tokenizer> Tokenizer::from_json(std::string_view text, const TokenizerLim
   }
   std::size_t size = 0;
   for (auto it = vocab.begin(); it != vocab.end(); ++it) {
-    if (!it.value().is_number_unsigned()) return invalid_argument("tokenizer.json: id of '{}' is not a number", it.key());
+    if (!it.value().is_number_unsigned())
+      return invalid_argument("tokenizer.json: id of '{}' is not a number", it.key());
     size = std::max<std::size_t>(size, it.value().get<std::uint64_t>() + 1);
   }
   for (auto& [content, id] : special_ids) size = std::max<std::size_t>(size, std::size_t{id} + 1);
@@ -422,7 +433,8 @@ void BpeTrainer::add_text(std::string_view text) {
   for (std::string_view w : pre_tokenize(text)) ++counts_[std::string(w)];
 }
 
-Result<Tokenizer> BpeTrainer::train(const TrainOptions& o, const std::function<void(std::size_t, std::size_t)>& progress) const {
+Result<Tokenizer> BpeTrainer::train(const TrainOptions& o,
+                                    const std::function<void(std::size_t, std::size_t)>& progress) const {
   if (o.vocab_size < 257 + 1) return invalid_argument("tokenizer vocab_size {} is below 258", o.vocab_size);
   if (o.eos_token.empty()) return invalid_argument("tokenizer: empty end-of-text token");
   Tokenizer t;
@@ -454,7 +466,9 @@ Result<Tokenizer> BpeTrainer::train(const TrainOptions& o, const std::function<v
   }
   // Max-heap on (count, then the lower pair key).
   using Entry = std::pair<std::int64_t, std::uint64_t>;
-  auto worse = [](const Entry& a, const Entry& b) { return a.first != b.first ? a.first < b.first : a.second > b.second; };
+  auto worse = [](const Entry& a, const Entry& b) {
+    return a.first != b.first ? a.first < b.first : a.second > b.second;
+  };
   std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> heap(worse);
   for (auto& [key, c] : pair_count) heap.push({c, key});
 

@@ -28,9 +28,8 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->header_limit(kMaxHeaderBytes);
     parser_->body_limit(0);
     stream_.expires_after(kIdle);
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->on_read(ec);
-    });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
  private:

@@ -44,7 +44,8 @@ Result<Header> read_header(int fd, const fs::path& p, std::uint64_t file_size) {
   std::uint8_t h[LocalStore::kHeaderBytes];
   if (file_size < LocalStore::kHeaderBytes) return data_loss("{} is too short to be an object", p.string());
   CRUCIBLE_RETURN_IF_ERROR(read_exact(fd, h, sizeof h, 0, p));
-  if (std::memcmp(h, kMagic, sizeof kMagic) != 0) return data_loss("{} is not a crucible object (bad magic)", p.string());
+  if (std::memcmp(h, kMagic, sizeof kMagic) != 0)
+    return data_loss("{} is not a crucible object (bad magic)", p.string());
   Header out;
   for (int i = 0; i < 8; ++i) out.size |= static_cast<std::uint64_t>(h[8 + i]) << (8 * i);
   std::memcpy(out.sha256.data(), h + 16, 32);

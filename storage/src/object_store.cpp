@@ -41,22 +41,22 @@ T with_retries(const RetryPolicy& policy, std::string_view what, std::string_vie
     auto pause = jittered(backoff);
     if (Clock::now() + pause >= deadline) {
       if constexpr (std::is_same_v<T, Status>) {
-        return deadline_exceeded("{} {}: deadline passed after {} attempts; last error: {}", what, key, n, st.message());
+        return deadline_exceeded("{} {}: deadline passed after {} attempts; last error: {}", what, key, n,
+                                 st.message());
       } else {
-        return T(deadline_exceeded("{} {}: deadline passed after {} attempts; last error: {}", what, key, n,
-                                   st.message()));
+        return T(
+            deadline_exceeded("{} {}: deadline passed after {} attempts; last error: {}", what, key, n, st.message()));
       }
     }
-    log::debug("object store: retrying", {{"op", std::string(what)}, {"key", std::string(key)}, {"attempt", n},
-                                          {"error", st.message()}});
+    log::debug("object store: retrying",
+               {{"op", std::string(what)}, {"key", std::string(key)}, {"attempt", n}, {"error", st.message()}});
     std::this_thread::sleep_for(pause);
     backoff = std::min(backoff * 2, policy.backoff_max);
   }
 }
 
 bool valid_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
-         c == '-';
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
 }  // namespace
@@ -76,7 +76,8 @@ Status validate_key(std::string_view key) {
     std::size_t slash = key.find('/', start);
     if (slash == std::string_view::npos) slash = key.size();
     std::string_view seg = key.substr(start, slash - start);
-    if (seg.empty()) return invalid_argument("object key '{}' has an empty segment (leading, trailing or double '/')", key);
+    if (seg.empty())
+      return invalid_argument("object key '{}' has an empty segment (leading, trailing or double '/')", key);
     if (seg == "." || seg == "..") return invalid_argument("object key '{}' has a '{}' segment", key, seg);
     for (char c : seg) {
       if (!valid_char(c)) {

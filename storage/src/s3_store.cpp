@@ -12,9 +12,9 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
-#include <fmt/format.h>
 
 namespace crucible::storage {
 
@@ -30,7 +30,7 @@ struct S3Store::Request {
   std::vector<std::pair<std::string, std::string>> query;
   std::vector<std::pair<std::string, std::string>> headers;  // signed
   ByteSpan body;
-  bool write = false;           // use the write credentials
+  bool write = false;                // use the write credentials
   std::uint64_t max_body = 1 << 20;  // cap on the response body
 };
 
@@ -65,10 +65,12 @@ std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
   auto colon = line.find(':');
   if (colon != std::string_view::npos) {
     std::string name(line.substr(0, colon));
-    std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(name.begin(), name.end(), name.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     std::string_view value = line.substr(colon + 1);
     while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
-    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' ')) value.remove_suffix(1);
+    while (!value.empty() && (value.back() == '\r' || value.back() == '\n' || value.back() == ' '))
+      value.remove_suffix(1);
     t->response->headers[name] = std::string(value);
   }
   return size * n;
@@ -120,7 +122,8 @@ Status status_of(const S3Store::Response& r, std::string_view what) {
     return unauthenticated("{}", text);
   }
   if (r.status == 403) return permission_denied("{}", text);
-  if (code == "BadDigest" || code == "XAmzContentSHA256Mismatch" || code == "InvalidDigest") return data_loss("{}", text);
+  if (code == "BadDigest" || code == "XAmzContentSHA256Mismatch" || code == "InvalidDigest")
+    return data_loss("{}", text);
   if (r.status == 412) return unavailable("{} (the object changed while it was read)", text);
   if (r.status == 416) return out_of_range("{}", text);
   if (r.status == 429 || r.status >= 500) return unavailable("{}", text);
@@ -208,13 +211,13 @@ Result<std::unique_ptr<S3Store>> S3Store::open(S3Options options, RetryPolicy po
   curl_init_once();
   if (options.bucket.empty()) return invalid_argument("s3: bucket is empty");
   if (options.part_size < (5ull << 20)) return invalid_argument("s3: part_size must be at least 5 MiB (S3's minimum)");
-  if (options.parallelism < 1 || options.parallelism > 64) return invalid_argument("s3: parallelism must be in [1, 64]");
+  if (options.parallelism < 1 || options.parallelism > 64)
+    return invalid_argument("s3: parallelism must be in [1, 64]");
   while (!options.prefix.empty() && options.prefix.back() == '/') options.prefix.pop_back();
   if (!options.prefix.empty()) CRUCIBLE_RETURN_IF_ERROR(validate_key(options.prefix).with_context("s3 prefix"));
   std::unique_ptr<S3Store> s(new S3Store(std::move(options), policy));
-  std::string endpoint = s->options_.endpoint.empty()
-                             ? fmt::format("https://s3.{}.amazonaws.com", s->options_.region)
-                             : s->options_.endpoint;
+  std::string endpoint = s->options_.endpoint.empty() ? fmt::format("https://s3.{}.amazonaws.com", s->options_.region)
+                                                      : s->options_.endpoint;
   while (endpoint.ends_with("/")) endpoint.pop_back();
   auto scheme_end = endpoint.find("://");
   if (scheme_end == std::string::npos) return invalid_argument("s3: endpoint '{}' has no scheme", endpoint);
@@ -234,9 +237,7 @@ Result<std::unique_ptr<S3Store>> S3Store::open(S3Options options, RetryPolicy po
   return s;
 }
 
-std::string S3Store::describe() const {
-  return fmt::format("s3://{}/{}", options_.bucket, options_.prefix);
-}
+std::string S3Store::describe() const { return fmt::format("s3://{}/{}", options_.bucket, options_.prefix); }
 
 std::string S3Store::object_path(std::string_view key) const {
   std::string p = base_path_ + "/";
@@ -246,7 +247,8 @@ std::string S3Store::object_path(std::string_view key) const {
 
 Result<S3Store::Response> S3Store::send(const Request& req) const {
   const S3Credentials& creds = req.write ? options_.write : options_.read;
-  std::string payload_hash = sha256_hex(std::string_view(reinterpret_cast<const char*>(req.body.data()), req.body.size()));
+  std::string payload_hash =
+      sha256_hex(std::string_view(reinterpret_cast<const char*>(req.body.data()), req.body.size()));
   std::string amz_date = amz_date_now();
 
   SigV4Request sig;
@@ -270,7 +272,8 @@ Result<S3Store::Response> S3Store::send(const Request& req) const {
   headers = curl_slist_append(headers, ("Host: " + host_).c_str());
   for (const auto& [k, v] : sig.headers) headers = curl_slist_append(headers, (k + ": " + v).c_str());
   if (!creds.empty()) {
-    headers = curl_slist_append(headers, ("Authorization: " + sigv4_authorization(sig, creds, options_.region, amz_date)).c_str());
+    headers = curl_slist_append(
+        headers, ("Authorization: " + sigv4_authorization(sig, creds, options_.region, amz_date)).c_str());
   }
   headers = curl_slist_append(headers, "Expect:");  // no 100-continue round trip
   headers = curl_slist_append(headers, "Content-Type:");

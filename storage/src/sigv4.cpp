@@ -103,8 +103,8 @@ std::string sigv4_canonical_request(const SigV4Request& r) {
   auto h = canonical_headers(r);
   std::string headers;
   for (const auto& [k, v] : h) headers += k + ":" + v + "\n";
-  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.method, uri_encode(r.path, true), query, headers, signed_header_names(h),
-                     r.payload_sha256);
+  return fmt::format("{}\n{}\n{}\n{}\n{}\n{}", r.method, uri_encode(r.path, true), query, headers,
+                     signed_header_names(h), r.payload_sha256);
 }
 
 std::string sigv4_authorization(const SigV4Request& r, const S3Credentials& c, std::string_view region,

@@ -134,8 +134,8 @@ Result<std::optional<Bytes>> StateStore::get(Family family, std::string_view key
 Status StateStore::commit(Batch batch) {
   rocksdb::WriteBatch wb;
   for (const auto& op : batch.ops_) {
-    rocksdb::Status s = op.value ? wb.Put(handle(op.family), op.key, encode_value(*op.value))
-                                 : wb.Delete(handle(op.family), op.key);
+    rocksdb::Status s =
+        op.value ? wb.Put(handle(op.family), op.key, encode_value(*op.value)) : wb.Delete(handle(op.family), op.key);
     CRUCIBLE_RETURN_IF_ERROR(from_rocks(s, "batch"));
   }
   rocksdb::WriteOptions wo;
@@ -163,7 +163,8 @@ Result<std::vector<std::pair<std::string, Bytes>>> StateStore::scan(Family famil
   for (it->Seek(rocksdb::Slice(prefix.data(), prefix.size())); it->Valid(); it->Next()) {
     std::string_view key(it->key().data(), it->key().size());
     if (!key.starts_with(prefix)) break;
-    if (out.size() == limit) return resource_exhausted("scan {}/{}: more than {} entries", family_name(family), prefix, limit);
+    if (out.size() == limit)
+      return resource_exhausted("scan {}/{}: more than {} entries", family_name(family), prefix, limit);
     CRUCIBLE_ASSIGN_OR_RETURN(Bytes value, decode_value(std::string_view(it->value().data(), it->value().size()), key));
     out.emplace_back(std::string(key), std::move(value));
   }

@@ -3,7 +3,8 @@
 namespace crucible::storage {
 
 void bind_options(config::Schema& schema, StorageOptions& o) {
-  schema.add_string("storage.url", &o.url, "This node's store: file:///path or s3://bucket/prefix?endpoint=...&region=...");
+  schema.add_string("storage.url", &o.url,
+                    "This node's store: file:///path or s3://bucket/prefix?endpoint=...&region=...");
   schema.add_string("storage.read_access_key_id", &o.read_access_key_id,
                     "Key id used for GET/HEAD/LIST (a miner publishes read-only credentials).");
   schema.add_secret("storage.read_secret_access_key", &o.read_secret_access_key, "Secret for the read key id.");

@@ -34,18 +34,17 @@ constexpr const char* kF =
     "48656c6c6f2c20776f726c642100000000000000000000000000000000000000";
 
 TEST(Abi, SpecExampleSam) {
-  auto call = encode_call("sam(bytes,bool,uint256[])",
-                          {Value::string("dave"), Value::boolean(true),
-                           Value::list({Value::uint(1), Value::uint(2), Value::uint(3)})});
+  auto call = encode_call("sam(bytes,bool,uint256[])", {Value::string("dave"), Value::boolean(true),
+                                                        Value::list({Value::uint(1), Value::uint(2), Value::uint(3)})});
   ASSERT_TRUE(call.is_ok()) << call.status();
   EXPECT_EQ(to_hex(*call, false), kSam);
 }
 
 TEST(Abi, SpecExampleF) {
-  auto call = encode_call("f(uint256,uint32[],bytes10,bytes)",
-                          {Value::uint(0x123), Value::list({Value::uint(0x456), Value::uint(0x789)}),
-                           Value::fixed_bytes(Bytes{'1', '2', '3', '4', '5', '6', '7', '8', '9', '0'}),
-                           Value::string("Hello, world!")});
+  auto call = encode_call(
+      "f(uint256,uint32[],bytes10,bytes)",
+      {Value::uint(0x123), Value::list({Value::uint(0x456), Value::uint(0x789)}),
+       Value::fixed_bytes(Bytes{'1', '2', '3', '4', '5', '6', '7', '8', '9', '0'}), Value::string("Hello, world!")});
   ASSERT_TRUE(call.is_ok()) << call.status();
   EXPECT_EQ(to_hex(*call, false), kF);
 }
@@ -73,8 +72,7 @@ TEST(Abi, TuplesAndSignedIntsMatchEthers) {
       "6869000000000000000000000000000000000000000000000000000000000000";
   auto t = types("(uint16,bool),(uint16,string),int8,int256");
   std::vector<Value> v = {Value::list({Value::uint(7), Value::boolean(true)}),
-                          Value::list({Value::uint(9), Value::string("hi")}), Value::integer(-1),
-                          Value::integer(-300)};
+                          Value::list({Value::uint(9), Value::string("hi")}), Value::integer(-1), Value::integer(-300)};
   auto enc = encode(t, v);
   ASSERT_TRUE(enc.is_ok()) << enc.status();
   EXPECT_EQ(to_hex(*enc, false), want);
@@ -127,7 +125,7 @@ TEST(Abi, DecodingRefusesHostileData) {
   Bytes huge = from_hex(std::string(62, '0') + "20" + std::string(48, '0') + "ffffffffffffffff").value();
   EXPECT_EQ(decode(t, huge).status().code(), StatusCode::kDataLoss);
   // Dirty high bits in a uint16.
-  Bytes dirty = from_hex(std::string(60, '0') + "1000" ).value();
+  Bytes dirty = from_hex(std::string(60, '0') + "1000").value();
   dirty[0] = 1;
   EXPECT_EQ(decode(types("uint16"), dirty).status().code(), StatusCode::kOutOfRange);
   // bool must be 0 or 1.
@@ -145,10 +143,10 @@ TEST(Abi, OffsetAliasingCannotAmplify) {
     U256 w(v);
     data.insert(data.end(), w.be().begin(), w.be().end());
   };
-  word(32);            // offset of the outer array
-  word(n);             // outer length
+  word(32);                                          // offset of the outer array
+  word(n);                                           // outer length
   for (std::size_t i = 0; i < n; ++i) word(32 * n);  // every element -> the same inner array
-  word(n);             // inner length
+  word(n);                                           // inner length
   for (std::size_t i = 0; i < n; ++i) word(i);
   auto dec = decode(types("uint256[][]"), data);
   EXPECT_EQ(dec.status().code(), StatusCode::kDataLoss);

@@ -66,7 +66,7 @@ class EvmChainTest : public ::testing::Test {
 
   // Reads the stand-in's record of a uid's last weights (uids, values, number of posts).
   std::tuple<std::vector<std::uint64_t>, std::vector<std::uint64_t>, std::uint64_t> weights_of(EvmChain& c,
-                                                                                                std::uint16_t uid) {
+                                                                                               std::uint16_t uid) {
     auto data = abi::encode_call("getWeights(uint16,uint16)", {abi::Value::uint(1), abi::Value::uint(uid)}).value();
     auto out = c.eth().call(Address::from_low_u64(standins::kStateAddress), data);
     EXPECT_TRUE(out.is_ok()) << out.status();
@@ -247,7 +247,7 @@ TEST_F(EvmChainTest, StuckTransactionIsReplacedWithHigherFees) {
   miner.join();
   ASSERT_TRUE(sent.is_ok()) << sent.status();
   ASSERT_GE(sent->hashes.size(), 2u);
-  EXPECT_NE(sent->receipt.tx_hash, sent->hashes.front());  // a replacement was mined, not the original
+  EXPECT_NE(sent->receipt.tx_hash, sent->hashes.front());                  // a replacement was mined, not the original
   EXPECT_EQ(eth.latest_nonce(sender.address()).value(), sent->nonce + 1);  // one nonce used, once
 }
 

@@ -19,9 +19,9 @@ TEST(Keys, Eip55Checksums) {
     ASSERT_TRUE(parsed.is_ok()) << a;
     EXPECT_EQ(parsed->checksum(), a);
   }
-  EXPECT_TRUE(Address::parse("0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed").is_ok());  // all lower: no checksum
+  EXPECT_TRUE(Address::parse("0x5aaeb6053f3e94c9b9a09f33669435e7ef1beaed").is_ok());   // all lower: no checksum
   EXPECT_FALSE(Address::parse("0x5AAeb6053F3E94C9b9A09f33669435E7Ef1BeAed").is_ok());  // one case flipped
-  EXPECT_FALSE(Address::parse("0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeA").is_ok());   // short
+  EXPECT_FALSE(Address::parse("0x5aAeb6053F3E94C9b9A09f33669435E7Ef1BeA").is_ok());    // short
   EXPECT_EQ(Address::from_low_u64(0x804).hex(), "0x0000000000000000000000000000000000000804");
 }
 
@@ -62,8 +62,8 @@ TEST(Keys, TamperedSignaturesFail) {
 
 TEST(Keys, HighSIsRefused) {
   // s' = n - s is the malleated twin of a valid signature.
-  static const std::array<std::uint8_t, 32> n = from_hex_fixed<32>(
-      "fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141").value();
+  static const std::array<std::uint8_t, 32> n =
+      from_hex_fixed<32>("fffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141").value();
   PrivateKey k = key46();
   Hash32 digest = keccak256(as_bytes("x"));
   Signature sig = k.sign(digest);

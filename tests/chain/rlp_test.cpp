@@ -46,14 +46,14 @@ TEST(Rlp, DecodeRoundTrip) {
 
 TEST(Rlp, RejectsMalformedInput) {
   auto bad = [](std::string_view hex) { return decode(from_hex(hex).value()).status().code(); };
-  EXPECT_EQ(bad(""), StatusCode::kDataLoss);           // nothing
-  EXPECT_EQ(bad("83646f"), StatusCode::kDataLoss);     // truncated string
-  EXPECT_EQ(bad("83646f6700"), StatusCode::kDataLoss); // trailing byte
-  EXPECT_EQ(bad("8100"), StatusCode::kDataLoss);       // single byte < 0x80 must not be prefixed
-  EXPECT_EQ(bad("b80100"), StatusCode::kDataLoss);     // long form for a short length
-  EXPECT_EQ(bad("b90000"), StatusCode::kDataLoss);     // length with leading zero
-  EXPECT_EQ(bad("bbffffffff"), StatusCode::kDataLoss); // claims 4 GB
-  EXPECT_EQ(bad("c3c0c0"), StatusCode::kDataLoss);     // list shorter than declared
+  EXPECT_EQ(bad(""), StatusCode::kDataLoss);            // nothing
+  EXPECT_EQ(bad("83646f"), StatusCode::kDataLoss);      // truncated string
+  EXPECT_EQ(bad("83646f6700"), StatusCode::kDataLoss);  // trailing byte
+  EXPECT_EQ(bad("8100"), StatusCode::kDataLoss);        // single byte < 0x80 must not be prefixed
+  EXPECT_EQ(bad("b80100"), StatusCode::kDataLoss);      // long form for a short length
+  EXPECT_EQ(bad("b90000"), StatusCode::kDataLoss);      // length with leading zero
+  EXPECT_EQ(bad("bbffffffff"), StatusCode::kDataLoss);  // claims 4 GB
+  EXPECT_EQ(bad("c3c0c0"), StatusCode::kDataLoss);      // list shorter than declared
   Bytes deep = encode_list({});
   for (int i = 0; i < kMaxDepth; ++i) deep = encode_list({deep});
   EXPECT_TRUE(decode(deep).is_ok());

@@ -91,8 +91,9 @@ TEST(RpcClient, MalformedRepliesAreDataLoss) {
 
 TEST(RpcClient, RevertDataBecomesAReadableReason) {
   Bytes data = abi::encode_call("Error(string)", {abi::Value::string("no validator permit")}).value();
-  std::string body = R"({"jsonrpc":"2.0","id":1,"error":{"code":3,"message":"execution reverted: no validator permit","data":")" +
-                     to_hex(data) + "\"}}";
+  std::string body =
+      R"({"jsonrpc":"2.0","id":1,"error":{"code":3,"message":"execution reverted: no validator permit","data":")" +
+      to_hex(data) + "\"}}";
   ScriptedHttpServer server({{200, body, false}});
   RpcClient rpc(fast(server.url()));
   auto r = rpc.call("eth_estimateGas");
@@ -102,8 +103,10 @@ TEST(RpcClient, RevertDataBecomesAReadableReason) {
 
 TEST(RpcClient, ErrorCodesMap) {
   using nlohmann::json;
-  EXPECT_EQ(RpcClient::error_status("m", json{{"code", -32601}, {"message", "nope"}}).code(), StatusCode::kUnimplemented);
-  EXPECT_EQ(RpcClient::error_status("m", json{{"code", -32602}, {"message", "bad"}}).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(RpcClient::error_status("m", json{{"code", -32601}, {"message", "nope"}}).code(),
+            StatusCode::kUnimplemented);
+  EXPECT_EQ(RpcClient::error_status("m", json{{"code", -32602}, {"message", "bad"}}).code(),
+            StatusCode::kInvalidArgument);
   EXPECT_EQ(RpcClient::error_status("m", json{{"code", -32000}, {"message", "nonce too low"}}).message(),
             "m: rpc error -32000: nonce too low");
   EXPECT_THAT(RpcClient::error_status("m", json{{"code", 3}, {"message", "execution reverted"}}).message(),

@@ -65,7 +65,7 @@ void append(Bytes& out, const Bytes& more) {
 }
 
 Bytes registration(std::initializer_list<Bytes> fields) {
-  Bytes out(8, 0);  // deposit
+  Bytes out(8, 0);               // deposit
   append(out, {0x10, 0, 0, 0});  // block 16
   append(out, compact(fields.size()));
   for (const auto& f : fields) append(out, f);

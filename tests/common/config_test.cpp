@@ -85,10 +85,10 @@ TEST_F(Fixture, PrecedenceIsFlagsThenEnvironmentThenFileThenDefaults) {
   in.flags = {{"miner.steps", "40", ""}};
   Origins origins;
   ASSERT_TRUE(load(schema, in, &origins).is_ok());
-  EXPECT_EQ(opts.steps, 40u);        // flag over environment and file
-  EXPECT_DOUBLE_EQ(opts.lr, 0.2);    // environment over file
-  EXPECT_EQ(opts.name, "file");      // file over default
-  EXPECT_TRUE(opts.enabled);         // default
+  EXPECT_EQ(opts.steps, 40u);      // flag over environment and file
+  EXPECT_DOUBLE_EQ(opts.lr, 0.2);  // environment over file
+  EXPECT_EQ(opts.name, "file");    // file over default
+  EXPECT_TRUE(opts.enabled);       // default
   EXPECT_EQ(origins["miner.steps"].kind, Origin::Kind::kFlag);
   EXPECT_EQ(origins["miner.lr"].kind, Origin::Kind::kEnvironment);
   EXPECT_EQ(origins["miner.lr"].where, "CRUCIBLE_MINER_LR");
@@ -183,8 +183,10 @@ TEST_F(Fixture, EnvironmentErrorsNameTheVariable) {
 
 TEST_F(Fixture, EnvironmentParsesEveryType) {
   LoadInputs in;
-  in.environment = {{"CRUCIBLE_MINER_ENABLED", "off"}, {"CRUCIBLE_NODE_PEERS", "a,b,c"},
-                    {"CRUCIBLE_MINER_LR", "2.5e-1"}, {"CRUCIBLE_UNRELATED", "x"}};
+  in.environment = {{"CRUCIBLE_MINER_ENABLED", "off"},
+                    {"CRUCIBLE_NODE_PEERS", "a,b,c"},
+                    {"CRUCIBLE_MINER_LR", "2.5e-1"},
+                    {"CRUCIBLE_UNRELATED", "x"}};
   ASSERT_TRUE(load(schema, in).is_ok());
   EXPECT_FALSE(opts.enabled);
   EXPECT_EQ(opts.peers, (std::vector<std::string>{"a", "b", "c"}));

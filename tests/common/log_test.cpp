@@ -21,15 +21,14 @@ using ::testing::Not;
 constexpr std::int64_t kTs = 1'796'216'711'123;
 
 TEST(LogFormat, TextIsOneHumanLine) {
-  std::string line = format_record(Format::kText, kTs, Level::kWarn, "upload slow",
-                                   {{"window", 12}, {"bytes", std::uint64_t{1234}}, {"ratio", 0.5},
-                                    {"ok", false}, {"peer", "m 1"}});
+  std::string line =
+      format_record(Format::kText, kTs, Level::kWarn, "upload slow",
+                    {{"window", 12}, {"bytes", std::uint64_t{1234}}, {"ratio", 0.5}, {"ok", false}, {"peer", "m 1"}});
   EXPECT_EQ(line, "2026-12-02T13:05:11.123Z WARN  upload slow window=12 bytes=1234 ratio=0.5 ok=false peer=\"m 1\"\n");
 }
 
 TEST(LogFormat, TextEscapesControlCharacters) {
-  std::string line = format_record(Format::kText, kTs, Level::kInfo, "evil\nINFO forged",
-                                   {{"name", "a\"b\nc\x01"}});
+  std::string line = format_record(Format::kText, kTs, Level::kInfo, "evil\nINFO forged", {{"name", "a\"b\nc\x01"}});
   EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1);
   EXPECT_THAT(line, HasSubstr("evil\\nINFO forged"));
   EXPECT_THAT(line, HasSubstr("name=\"a\\\"b\\nc\\x01\""));
@@ -58,8 +57,10 @@ TEST(LogFormat, JsonSurvivesInvalidUtf8) {
 TEST(LogSecrets, SecretKeysAreRedactedInBothFormats) {
   for (Format f : {Format::kText, Format::kJson}) {
     std::string line = format_record(f, kTs, Level::kInfo, "loaded",
-                                     {{"wallet.password", "hunter2"}, {"aws_secret_access_key", "AKIAXYZ"},
-                                      {"private_key", "0x4646"}, {"tokens_per_s", 99}});
+                                     {{"wallet.password", "hunter2"},
+                                      {"aws_secret_access_key", "AKIAXYZ"},
+                                      {"private_key", "0x4646"},
+                                      {"tokens_per_s", 99}});
     EXPECT_THAT(line, Not(HasSubstr("hunter2")));
     EXPECT_THAT(line, Not(HasSubstr("AKIAXYZ")));
     EXPECT_THAT(line, Not(HasSubstr("0x4646")));

@@ -95,7 +95,8 @@ TEST(Metrics, LabelValuesAreEscaped) {
 
 TEST(Metrics, HistogramHasCumulativeBucketsInfSumAndCount) {
   Registry r;
-  for (double v : {0.2, 0.7, 3.0, 3.0, 5000.0}) r.observe(Histogram::kWindowDurationSeconds, v, {{"role", "validator"}});
+  for (double v : {0.2, 0.7, 3.0, 3.0, 5000.0})
+    r.observe(Histogram::kWindowDurationSeconds, v, {{"role", "validator"}});
   std::string text = r.render();
   expect_well_formed(text);
   EXPECT_THAT(text, HasSubstr("# TYPE crucible_window_duration_seconds histogram\n"));
@@ -114,8 +115,8 @@ TEST(Metrics, HistogramHasCumulativeBucketsInfSumAndCount) {
   EXPECT_EQ(buckets.back().first, "+Inf");
   for (std::size_t i = 1; i < buckets.size(); ++i) EXPECT_GE(buckets[i].second, buckets[i - 1].second);
   EXPECT_EQ(buckets[0].first, "0.5");
-  EXPECT_EQ(buckets[0].second, 1);                  // 0.2
-  EXPECT_EQ(buckets[1].second, 2);                  // <= 1: 0.2, 0.7
+  EXPECT_EQ(buckets[0].second, 1);                   // 0.2
+  EXPECT_EQ(buckets[1].second, 2);                   // <= 1: 0.2, 0.7
   EXPECT_EQ(buckets[buckets.size() - 2].second, 4);  // <= 1200: all but 5000
   EXPECT_EQ(buckets.back().second, 5);
   EXPECT_DOUBLE_EQ(count, 5);

@@ -22,8 +22,7 @@ TEST(Sampler, SeedFormula) {
 }
 
 TEST(Sampler, Vectors) {
-  EXPECT_EQ(assign_samples(7, 12, 1000, 8).value(),
-            (std::vector<std::uint64_t>{67, 19, 824, 843, 906, 854, 876, 363}));
+  EXPECT_EQ(assign_samples(7, 12, 1000, 8).value(), (std::vector<std::uint64_t>{67, 19, 824, 843, 906, 854, 876, 363}));
   EXPECT_EQ(assign_samples(0, 0, 10, 10).value(), (std::vector<std::uint64_t>{5, 1, 9, 7, 0, 4, 3, 2, 6, 8}));
   EXPECT_EQ(assign_samples(5000, 123456, std::uint64_t{1} << 40, 5).value(),
             (std::vector<std::uint64_t>{748796533609, 686955270019, 766439048096, 874447432213, 924426300550}));

@@ -23,7 +23,8 @@ std::vector<std::string> pieces(std::string_view s) {
 const char* kSample =
     "The jury said it didn't find any evidence -- none at all -- that 1,234 votes were lost.\n"
     "  Indented line\twith tabs   and   spaces.\n\n"
-    "Caf\xc3\xa9 na\xc3\xafve r\xc3\xa9sum\xc3\xa9 \xce\xb1\xce\xb2\xce\xb3 \xe6\x97\xa5\xe6\x9c\xac 42nd 3.14 ''quoted'' `tick`\n";
+    "Caf\xc3\xa9 na\xc3\xafve r\xc3\xa9sum\xc3\xa9 \xce\xb1\xce\xb2\xce\xb3 \xe6\x97\xa5\xe6\x9c\xac 42nd 3.14 "
+    "''quoted'' `tick`\n";
 
 std::string training_text() {
   std::string text;
@@ -48,7 +49,7 @@ TEST(PreTokenize, FollowsGpt2sPattern) {
 
 TEST(ByteMap, IsGpt2s) {
   EXPECT_EQ(byte_to_char('A'), U'A');
-  EXPECT_EQ(byte_to_char(' '), U'\u0120');  // "Ġ"
+  EXPECT_EQ(byte_to_char(' '), U'\u0120');   // "Ġ"
   EXPECT_EQ(byte_to_char('\n'), U'\u010A');  // "Ċ"
   EXPECT_EQ(byte_to_char(0), U'\u0100');
 }

@@ -34,12 +34,12 @@ TEST(Aggregate, HandComputedClipAndMeanOnCollision) {
   CompressedTensor u3 = make(3, 5, 4, 0);
   std::vector<float> out(8);
   ASSERT_TRUE(aggregate({{2, &u2}, {3, &u3}, {1, &u1}}, out).is_ok());
-  EXPECT_FLOAT_EQ(out[0], 3.0f);                // uid 1 alone
-  EXPECT_FLOAT_EQ(out[1], (4.0f + 3.0f) / 2);   // uid 1 (4) and uid 2 (6 * 0.5): the mean, not the sum
-  EXPECT_FLOAT_EQ(out[2], 4.0f);                // uid 2: 8 * 0.5
-  EXPECT_FLOAT_EQ(out[3], 5.0f);                // uid 3
+  EXPECT_FLOAT_EQ(out[0], 3.0f);               // uid 1 alone
+  EXPECT_FLOAT_EQ(out[1], (4.0f + 3.0f) / 2);  // uid 1 (4) and uid 2 (6 * 0.5): the mean, not the sum
+  EXPECT_FLOAT_EQ(out[2], 4.0f);               // uid 2: 8 * 0.5
+  EXPECT_FLOAT_EQ(out[3], 5.0f);               // uid 3
   EXPECT_FLOAT_EQ(out[4], 0.0f);
-  EXPECT_FLOAT_EQ(out[7], 0.0f);                // nobody
+  EXPECT_FLOAT_EQ(out[7], 0.0f);  // nobody
 }
 
 TEST(Aggregate, InputOrderDoesNotMatter) {
@@ -54,7 +54,7 @@ TEST(Aggregate, RefusesBadPeers) {
   CompressedTensor a = make(0, 1, 1, 1);
   std::vector<float> out(8);
   EXPECT_EQ(aggregate({{1, &a}, {1, &a}}, out).code(), StatusCode::kInvalidArgument);  // duplicate uid
-  CompressedTensor bad = make(0, 1, 9, 1);                                               // index outside the block
+  CompressedTensor bad = make(0, 1, 9, 1);                                             // index outside the block
   EXPECT_EQ(aggregate({{1, &bad}}, out).code(), StatusCode::kDataLoss);
   CompressedTensor nan = make(0, std::nanf(""), 1, 1);
   EXPECT_EQ(aggregate({{1, &nan}}, out).code(), StatusCode::kInvalidArgument);

@@ -11,7 +11,7 @@ namespace {
 
 TEST(Chunking, LargestDivisorUpTo64) {
   // reference/vectors.md
-  const std::pair<std::int64_t, std::int64_t> cases[] = {{8, 8},     {7, 7},      {100, 50}, {16, 16},
+  const std::pair<std::int64_t, std::int64_t> cases[] = {{8, 8},     {7, 7},      {100, 50},    {16, 16},
                                                          {2048, 64}, {32000, 64}, {262208, 64}, {1000, 50}};
   for (auto [dim, want] : cases) EXPECT_EQ(chunk_size(dim), want) << dim;
   EXPECT_EQ(chunk_size(1), 1);
@@ -21,7 +21,7 @@ TEST(Chunking, LargestDivisorUpTo64) {
 TEST(Chunking, TopKScalesWithBlockSize) {
   EXPECT_EQ(topk_for_block(4096), 64);
   EXPECT_EQ(topk_for_block(64 * 50), 50);
-  EXPECT_EQ(topk_for_block(64), 2);   // clamped up to 2
+  EXPECT_EQ(topk_for_block(64), 2);  // clamped up to 2
   EXPECT_EQ(topk_for_block(2048), 32);
   EXPECT_EQ(topk_for_block(3), 2);
   for (std::int64_t e : {5, 100, 777, 4096}) EXPECT_EQ(topk_for_block(e) % 2, 0) << e;

@@ -10,7 +10,8 @@ namespace {
 
 std::vector<float> ramp(std::size_t n) {
   std::vector<float> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::sin(static_cast<float>(i) * 0.37f) * (1.0f + static_cast<float>(i % 7));
+  for (std::size_t i = 0; i < n; ++i)
+    v[i] = std::sin(static_cast<float>(i) * 0.37f) * (1.0f + static_cast<float>(i % 7));
   return v;
 }
 

@@ -31,7 +31,8 @@ ModelConfig micro() {
 at::Tensor batch(std::int64_t b, std::int64_t t, std::int64_t vocab, std::uint64_t seed) {
   at::Tensor out = at::empty({b, t}, at::kLong);
   SplitMix64 rng(seed);
-  for (std::int64_t i = 0; i < b * t; ++i) out.data_ptr<std::int64_t>()[i] = static_cast<std::int64_t>(rng.below(vocab));
+  for (std::int64_t i = 0; i < b * t; ++i)
+    out.data_ptr<std::int64_t>()[i] = static_cast<std::int64_t>(rng.below(vocab));
   return out;
 }
 
@@ -156,8 +157,9 @@ TEST(Llama, CheckpointIsReadableFromPython) {
   testing::TempDir dir;
   auto m = Llama::create(micro(), 5);
   ASSERT_TRUE(m->save(dir.path() / "m.safetensors").is_ok());
-  auto r = testing::run_process({"/usr/bin/python3", std::string(CRUCIBLE_SOURCE_DIR) + "/tests/model/read_safetensors.py",
-                                 (dir.path() / "m.safetensors").string()});
+  auto r =
+      testing::run_process({"/usr/bin/python3", std::string(CRUCIBLE_SOURCE_DIR) + "/tests/model/read_safetensors.py",
+                            (dir.path() / "m.safetensors").string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["metadata"]["format"], "pt");
@@ -192,8 +194,9 @@ TEST(Llama, LogitsMatchAnIndependentNumpyLlama) {
   std::vector<std::int64_t> tokens(x.data_ptr<std::int64_t>(), x.data_ptr<std::int64_t>() + 12);
   nlohmann::json cfg = {{"dim", c.dim},           {"n_heads", c.n_heads},       {"n_kv_heads", c.n_kv_heads},
                         {"n_layers", c.n_layers}, {"rope_theta", c.rope_theta}, {"norm_eps", c.norm_eps}};
-  auto r = testing::run_process({"/usr/bin/python3", std::string(CRUCIBLE_SOURCE_DIR) + "/tests/model/llama_reference.py",
-                                 (dir.path() / "m.safetensors").string(), cfg.dump(), nlohmann::json(tokens).dump()});
+  auto r =
+      testing::run_process({"/usr/bin/python3", std::string(CRUCIBLE_SOURCE_DIR) + "/tests/model/llama_reference.py",
+                            (dir.path() / "m.safetensors").string(), cfg.dump(), nlohmann::json(tokens).dump()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto expected = nlohmann::json::parse(r.out).get<std::vector<std::vector<double>>>();
   at::Tensor logits = m->logits(x)[0];

@@ -29,8 +29,7 @@ std::shared_ptr<ObjectStore> make_local() {
 }
 
 using testing::StoreConformance;
-INSTANTIATE_TEST_SUITE_P(Local, StoreConformance,
-                         ::testing::Values(testing::StoreFactory{"local", make_local}),
+INSTANTIATE_TEST_SUITE_P(Local, StoreConformance, ::testing::Values(testing::StoreFactory{"local", make_local}),
                          [](const auto& info) { return info.param.name; });
 
 TEST(LocalStore, CorruptFilesAreDetected) {
@@ -65,7 +64,9 @@ TEST(LocalStore, ReadersInOtherProcessesNeverSeeAPartialObject) {
   crucible::testing::TempDir dir;
   auto store = LocalStore::open(dir.path()).value();
   // Versions differ in length and content; a reader must always get one whole version.
-  auto version = [](int v) { return Bytes(static_cast<std::size_t>(100'000 + 1000 * v), static_cast<std::uint8_t>(v)); };
+  auto version = [](int v) {
+    return Bytes(static_cast<std::size_t>(100'000 + 1000 * v), static_cast<std::uint8_t>(v));
+  };
   ASSERT_TRUE(store->put("hot/key", version(0)).is_ok());
   std::vector<pid_t> writers;
   for (int w = 0; w < 2; ++w) {

@@ -51,7 +51,8 @@ std::string unique_prefix() {
 
 std::shared_ptr<ObjectStore> make_s3() {
   if (endpoint().empty()) {
-    ADD_FAILURE() << "CRUCIBLE_TEST_S3_ENDPOINT is not set: run through ctest (fixture s3) or start scripts/s3/start_s3.sh";
+    ADD_FAILURE()
+        << "CRUCIBLE_TEST_S3_ENDPOINT is not set: run through ctest (fixture s3) or start scripts/s3/start_s3.sh";
     return nullptr;
   }
   auto store = S3Store::open(options_for(unique_prefix()), quick());
@@ -124,7 +125,7 @@ TEST_F(S3Test, ReadAndWriteCredentialsAreSeparate) {
   o.read = {"OTHERKEY", Secret("OTHERSECRET"), ""};  // a valid user without access to the bucket
   auto split = S3Store::open(o, quick()).value();
   ASSERT_TRUE(split->put("obj", Bytes{1, 2}).is_ok());  // written with the owner's key
-  auto r = split->get("obj", 10);                        // read with the other user's
+  auto r = split->get("obj", 10);                       // read with the other user's
   EXPECT_EQ(r.status().code(), StatusCode::kPermissionDenied) << r.status();
 }
 

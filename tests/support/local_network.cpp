@@ -57,7 +57,8 @@ void commit_location(const chain::LocalChain& chain, const chain::PrivateKey& ke
   ASSERT_TRUE(sent.is_ok()) << sent.status();
 }
 
-std::string write_keystore(const chain::PrivateKey& key, const std::filesystem::path& path, const std::string& password) {
+std::string write_keystore(const chain::PrivateKey& key, const std::filesystem::path& path,
+                           const std::string& password) {
   chain::KeystoreParams light;
   light.scrypt_n = 1024;
   auto ks = chain::encrypt_keystore(key, Secret(password), light);

@@ -23,6 +23,7 @@ std::uint16_t register_key(const chain::LocalChain& chain, const chain::PrivateK
 // Commits a store location (file:// URL) for the key's uid.
 void commit_location(const chain::LocalChain& chain, const chain::PrivateKey& key, const std::string& url);
 // A keystore (light scrypt) for the key, mode 0600; returns its path.
-std::string write_keystore(const chain::PrivateKey& key, const std::filesystem::path& path, const std::string& password);
+std::string write_keystore(const chain::PrivateKey& key, const std::filesystem::path& path,
+                           const std::string& password);
 
 }  // namespace crucible::testing

@@ -74,8 +74,9 @@ void ScriptedHttpServer::serve() {
       held_.push_back(fd);
       continue;
     }
-    std::string reply = "HTTP/1.1 " + std::to_string(r.status) + " X\r\nContent-Type: application/json\r\nContent-Length: " +
-                        std::to_string(r.body.size()) + "\r\nConnection: close\r\n\r\n" + r.body;
+    std::string reply = "HTTP/1.1 " + std::to_string(r.status) +
+                        " X\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(r.body.size()) +
+                        "\r\nConnection: close\r\n\r\n" + r.body;
     (void)!write(fd, reply.data(), reply.size());
     close(fd);
   }

@@ -13,8 +13,8 @@
 namespace crucible {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::bin;
+using ::testing::HasSubstr;
 using testing::run_process;
 
 class Binary : public ::testing::TestWithParam<std::string> {};
@@ -72,7 +72,6 @@ TEST_P(NodeBinary, LogFormatFlagSelectsText) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Nodes, NodeBinary, ::testing::Values("crucible-miner", "crucible-validator"));
-
 
 }  // namespace
 }  // namespace crucible

@@ -51,8 +51,8 @@ TEST(ChainUp, ServesTheStandInsAndStopsOnCtrlC) {
 
 TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
   testing::TempDir dir;
-  testing::Child up({testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--dir",
-                     dir.path().string()});
+  testing::Child up(
+      {testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--dir", dir.path().string()});
   std::string out = up.read_until("Ctrl-C stops it.", 20'000);
   std::smatch m;
   ASSERT_TRUE(std::regex_search(out, m, std::regex("rpc_url +(http://127\\.0\\.0\\.1:[0-9]+)"))) << out;
@@ -63,17 +63,21 @@ TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
   std::string ks = (dir.path() / "ks.json").string();
   std::map<std::string, std::string> pw = {{"CRUCIBLE_WALLET_PASSWORD", "pw"}};
   ASSERT_EQ(testing::run_process({testing::bin("crucible"), "wallet", "import", "--private-key-file", key, "--out", ks,
-                                  "--scrypt-n", "1024"}, pw).exit_code, 0);
+                                  "--scrypt-n", "1024"},
+                                 pw)
+                .exit_code,
+            0);
   auto mirror = testing::run_process({testing::bin("crucible"), "wallet", "address", "--mirror", ks});
   std::smatch ss;
   ASSERT_TRUE(std::regex_search(mirror.out, ss, std::regex("mirror ss58 +(5[1-9A-HJ-NP-Za-km-z]{47})"))) << mirror.out;
 
   auto reg = testing::run_process({testing::bin("crucible"), "chain", "register", "--key", ks, "--set",
-                                   "chain.rpc_url=" + url, "--set", "chain.chain_id=945"}, pw);
+                                   "chain.rpc_url=" + url, "--set", "chain.chain_id=945"},
+                                  pw);
   EXPECT_EQ(reg.exit_code, 0) << reg.err;
   EXPECT_THAT(reg.out, HasSubstr("registered 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 on netuid 1 as uid 0"));
-  auto again = testing::run_process({testing::bin("crucible"), "chain", "register", "--key", ks, "--set",
-                                     "chain.rpc_url=" + url}, pw);
+  auto again = testing::run_process(
+      {testing::bin("crucible"), "chain", "register", "--key", ks, "--set", "chain.rpc_url=" + url}, pw);
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("already registered"));
 
@@ -82,16 +86,16 @@ TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
   EXPECT_THAT(mg.out, HasSubstr("netuid 1 at block"));
   EXPECT_THAT(mg.out, HasSubstr(std::string(ss[1])));  // uid 0's hotkey is the key's mirror account
 
-  auto wrong = testing::run_process({testing::bin("crucible"), "chain", "metagraph", "--set", "chain.rpc_url=" + url,
-                                     "--set", "chain.chain_id=964"});
+  auto wrong = testing::run_process(
+      {testing::bin("crucible"), "chain", "metagraph", "--set", "chain.rpc_url=" + url, "--set", "chain.chain_id=964"});
   EXPECT_EQ(wrong.exit_code, 1);
   EXPECT_THAT(wrong.err, HasSubstr("chain 945, but chain 964 was configured"));
 }
 
 TEST(ChainUp, MissingAnvilIsAClearError) {
   testing::TempDir dir;
-  auto r = testing::run_process({testing::bin("crucible"), "chain", "up", "--anvil", "/nonexistent/anvil", "--dir",
-                                 dir.path().string()});
+  auto r = testing::run_process(
+      {testing::bin("crucible"), "chain", "up", "--anvil", "/nonexistent/anvil", "--dir", dir.path().string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("anvil not found at '/nonexistent/anvil'"));
 }

@@ -16,8 +16,8 @@
 namespace crucible {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::bin;
+using ::testing::HasSubstr;
 using testing::run_process;
 
 TEST(BrownText, StripsTagsAndJoinsPunctuation) {
@@ -65,7 +65,8 @@ TEST(DataCli, PreparesAFolderOfTextAndJsonl) {
   EXPECT_THAT(text, ::testing::Not(HasSubstr(docs[19])));
 
   // A second run finds the folder prepared and leaves it alone.
-  auto again = run_process({bin("crucible"), "data", "prepare", "--corpus", (dir.path() / "corpus").string(), "--out", out});
+  auto again =
+      run_process({bin("crucible"), "data", "prepare", "--corpus", (dir.path() / "corpus").string(), "--out", out});
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("already prepared"));
 
@@ -93,8 +94,8 @@ TEST(DataCli, ClearErrorsForBadInput) {
 TEST(DataCli, TrainsATokenizerOnTheBrownCorpus) {
   testing::TempDir dir;
   const std::string out = (dir.path() / "tokenizer.json").string();
-  auto r = run_process({bin("crucible"), "data", "tokenizer", "train", "--corpus", "brown", "--vocab-size", "400",
-                        "--out", out});
+  auto r = run_process(
+      {bin("crucible"), "data", "tokenizer", "train", "--corpus", "brown", "--vocab-size", "400", "--out", out});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   auto tok = text::Tokenizer::load(out);
   ASSERT_TRUE(tok.is_ok()) << tok.status();

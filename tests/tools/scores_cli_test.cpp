@@ -11,10 +11,11 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(ScoresCli, PrintsATableHighestFirst) {
-  testing::ScriptedHttpServer server({{200,
-                                       R"({"window":12,"uids":[{"uid":3,"final":0.5,"mu":27,"sigma":7,"bma":0.1,"sync":1,"weight":0.2,"last_evaluated":11},)"
-                                       R"({"uid":1,"final":2.0,"mu":30,"sigma":5,"bma":0.3,"sync":1,"weight":0.8,"last_evaluated":12}]})",
-                                       false}});
+  testing::ScriptedHttpServer server(
+      {{200,
+        R"({"window":12,"uids":[{"uid":3,"final":0.5,"mu":27,"sigma":7,"bma":0.1,"sync":1,"weight":0.2,"last_evaluated":11},)"
+        R"({"uid":1,"final":2.0,"mu":30,"sigma":5,"bma":0.3,"sync":1,"weight":0.8,"last_evaluated":12}]})",
+        false}});
   auto r = testing::run_process({testing::bin("crucible"), "scores", "--url", server.url()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("window 12"));

@@ -11,8 +11,8 @@
 namespace crucible {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::bin;
+using ::testing::HasSubstr;
 using testing::run_process;
 
 constexpr const char* kKey46 = "0x4646464646464646464646464646464646464646464646464646464646464646";
@@ -33,8 +33,8 @@ TEST_F(Wallet, ImportThenAddressThenCheck) {
   std::string pw = secret("pw", "hunter2\n");
   std::string key = secret("key.hex", std::string(kKey46) + "\n");
   std::string out = (dir.path() / "ks.json").string();
-  auto r = run_process({bin("crucible"), "wallet", "import", "--private-key-file", key, "--out", out,
-                        "--password-file", pw, "--scrypt-n", "1024"});
+  auto r = run_process({bin("crucible"), "wallet", "import", "--private-key-file", key, "--out", out, "--password-file",
+                        pw, "--scrypt-n", "1024"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, std::string(kAddr46) + "\n");
   EXPECT_THAT(r.out + r.err, ::testing::Not(HasSubstr("4646464646")));
@@ -61,7 +61,8 @@ TEST_F(Wallet, NewWritesAFreshKeyAndRefusesToOverwrite) {
   auto r = run_process({bin("crucible"), "wallet", "new", "--out", out, "--password-file", pw, "--scrypt-n", "1024"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.size(), 43u);  // 0x + 40 hex + newline
-  auto again = run_process({bin("crucible"), "wallet", "new", "--out", out, "--password-file", pw, "--scrypt-n", "1024"});
+  auto again =
+      run_process({bin("crucible"), "wallet", "new", "--out", out, "--password-file", pw, "--scrypt-n", "1024"});
   EXPECT_EQ(again.exit_code, 1);
   EXPECT_THAT(again.err, HasSubstr("refusing to overwrite"));
 }

@@ -147,7 +147,8 @@ TEST(Gauntlet, InvalidUpdatesRankLastAndScoreZero) {
   for (std::uint16_t u : {1, 2, 3}) s[u].bma = 0.5;
   WindowInput in;
   in.window = 3;
-  in.evaluations = {eval(1, 4, 3, 5, 4), Evaluation{2, false, "non-finite values", 0, 0, 0, 0}, eval(3, 4, 3.5, 5, 4.6)};
+  in.evaluations = {eval(1, 4, 3, 5, 4), Evaluation{2, false, "non-finite values", 0, 0, 0, 0},
+                    eval(3, 4, 3.5, 5, 4.6)};
   in.uploaded = {1, 2, 3};
   in.candidates = {1, 2, 3};
   score_window(s, in, p);

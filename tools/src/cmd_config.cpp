@@ -82,9 +82,7 @@ void add_config_commands(CLI::App& app, int& exit_code, char** envp) {
   add_common_flags(*show_cmd, show_args->flags);
   show_cmd->add_option("--role", show_args->role, "Which node reads it: any, miner or validator")
       ->transform(CLI::CheckedTransformer(kRoles, CLI::ignore_case));
-  show_cmd->callback([show_args, &exit_code, envp] {
-    exit_code = show(show_args->flags, show_args->role, envp);
-  });
+  show_cmd->callback([show_args, &exit_code, envp] { exit_code = show(show_args->flags, show_args->role, envp); });
 }
 
 }  // namespace crucible::cli

@@ -172,7 +172,8 @@ void add_data_commands(CLI::App& app, int& exit_code) {
 
   CLI::App* tok = group->add_subcommand("tokenizer", "Byte-level BPE tokenizers");
   tok->require_subcommand(1);
-  CLI::App* train = tok->add_subcommand("train", "Train a byte-level BPE tokenizer, saved as a Hugging Face tokenizer.json");
+  CLI::App* train =
+      tok->add_subcommand("train", "Train a byte-level BPE tokenizer, saved as a Hugging Face tokenizer.json");
   corpus_opt(train);
   train->add_option("--out", args->out, "tokenizer.json to write")->required();
   train->callback([args, &exit_code] { exit_code = run_tokenizer_train(*args); });

@@ -112,24 +112,24 @@ void add_wallet_commands(CLI::App& app, int& exit_code) {
   create->callback([args, &exit_code] { exit_code = cmd_new(*args); });
 
   CLI::App* import = group->add_subcommand("import", "Encrypt an existing private key into a keystore");
-  import->add_option("--private-key-file", args->private_key_file, "File with the key as hex (mode 0600)")
-      ->required();
+  import->add_option("--private-key-file", args->private_key_file, "File with the key as hex (mode 0600)")->required();
   import->add_option("--out", args->out, "Keystore file to write")->required();
   add_password_option(import, *args);
   import->add_option("--scrypt-n", args->scrypt_n, "scrypt cost (power of two; default 262144)");
   import->add_flag("--force", args->force, "Overwrite an existing file");
-  import->callback([args, &exit_code] { exit_code = cmd_import(*args); });
+  import->callback([args, &exit_code] { exit_code = cmd_import(*args);
+});
 
-  CLI::App* address = group->add_subcommand("address", "Print a keystore's address (no password needed)");
-  address->add_option("file", args->file, "Keystore file")->required();
-  address->add_flag("--mirror", args->mirror,
-                    "Also print the Substrate mirror account (hex and SS58) that acts for this address on Bittensor");
-  address->callback([args, &exit_code] { exit_code = cmd_address(*args); });
+CLI::App* address = group->add_subcommand("address", "Print a keystore's address (no password needed)");
+address->add_option("file", args->file, "Keystore file")->required();
+address->add_flag("--mirror", args->mirror,
+                  "Also print the Substrate mirror account (hex and SS58) that acts for this address on Bittensor");
+address->callback([args, &exit_code] { exit_code = cmd_address(*args); });
 
-  CLI::App* check = group->add_subcommand("check", "Decrypt a keystore to check its password; prints the address");
-  check->add_option("file", args->file, "Keystore file")->required();
-  add_password_option(check, *args);
-  check->callback([args, &exit_code] { exit_code = cmd_check(*args); });
-}
+CLI::App* check = group->add_subcommand("check", "Decrypt a keystore to check its password; prints the address");
+check->add_option("file", args->file, "Keystore file")->required();
+add_password_option(check, *args);
+check->callback([args, &exit_code] { exit_code = cmd_check(*args); });
+}  // namespace crucible::cli
 
 }  // namespace crucible::cli

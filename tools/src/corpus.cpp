@@ -18,7 +18,8 @@ namespace fs = std::filesystem;
 constexpr std::uint64_t kMaxDocumentFile = 1ull << 30;
 
 bool attaches_left(std::string_view w) {
-  static const std::vector<std::string_view> kLeft{".", ",", ";", ":", "!", "?", ")", "]", "'", "''", "n't", "'s", "'re", "'ll", "'d", "'ve", "'m"};
+  static const std::vector<std::string_view> kLeft{".",  ",",   ";",  ":",   "!",   "?",  ")",   "]", "'",
+                                                   "''", "n't", "'s", "'re", "'ll", "'d", "'ve", "'m"};
   return std::find(kLeft.begin(), kLeft.end(), w) != kLeft.end();
 }
 

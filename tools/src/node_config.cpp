@@ -20,9 +20,12 @@ namespace crucible::cli {
 
 std::string_view role_name(Role role) noexcept {
   switch (role) {
-    case Role::kAny: return "any";
-    case Role::kMiner: return "miner";
-    case Role::kValidator: return "validator";
+    case Role::kAny:
+      return "any";
+    case Role::kMiner:
+      return "miner";
+    case Role::kValidator:
+      return "validator";
   }
   return "?";
 }
@@ -82,9 +85,7 @@ Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeCo
   return Status::ok();
 }
 
-void start_logging(const NodeConfig& config) {
-  log::configure(config.log, isatty(STDERR_FILENO) == 1);
-}
+void start_logging(const NodeConfig& config) { log::configure(config.log, isatty(STDERR_FILENO) == 1); }
 
 int guarded_main(const std::function<int()>& body) {
   try {
@@ -119,10 +120,12 @@ std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, c
   }
   start_logging(config);
   auto& m = metrics::global();
-  m.set(metrics::Gauge::kBuildInfo, 1, {{"version", std::string(project_version())}, {"role", std::string(role_name(role))}});
+  m.set(metrics::Gauge::kBuildInfo, 1,
+        {{"version", std::string(project_version())}, {"role", std::string(role_name(role))}});
   m.set(metrics::Gauge::kStartTimeSeconds,
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  log::info("starting", {{"program", app.get_name()}, {"version", version_line(app.get_name())},
+  log::info("starting", {{"program", app.get_name()},
+                         {"version", version_line(app.get_name())},
                          {"config", fmt::format("{}", fmt::join(args.common.config_files, ", "))}});
   return std::nullopt;
 }

@@ -12,7 +12,9 @@
 namespace crucible::cli {
 
 Progress::Progress(std::string label, std::uint64_t total)
-    : label_(std::move(label)), total_(std::max<std::uint64_t>(total, 1)), tty_(isatty(STDERR_FILENO) == 1),
+    : label_(std::move(label)),
+      total_(std::max<std::uint64_t>(total, 1)),
+      tty_(isatty(STDERR_FILENO) == 1),
       start_(std::chrono::steady_clock::now()) {}
 
 void Progress::update(std::uint64_t done, const std::string& detail) {
@@ -33,8 +35,11 @@ void Progress::update(std::uint64_t done, const std::string& detail) {
   if (decile == last_decile_) return;
   last_decile_ = decile;
   double elapsed = std::chrono::duration<double>(now - start_).count();
-  log::info(label_, {{"done", done}, {"total", total_}, {"percent", std::round(frac * 100)},
-                     {"elapsed_s", elapsed}, {"detail", detail}});
+  log::info(label_, {{"done", done},
+                     {"total", total_},
+                     {"percent", std::round(frac * 100)},
+                     {"elapsed_s", elapsed},
+                     {"detail", detail}});
 }
 
 void Progress::finish(const std::string& summary) {

@@ -38,7 +38,8 @@ Result<std::string> http_get(const std::string& url, double timeout_s) {
   if (rc != CURLE_OK) return unavailable("GET {}: {}", url, curl_easy_strerror(rc));
   if (status != 200) {
     auto j = nlohmann::json::parse(body, nullptr, false);
-    std::string message = j.is_object() && j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>() : body.substr(0, 200);
+    std::string message = j.is_object() && j.contains("error") && j["error"].is_string() ? j["error"].get<std::string>()
+                                                                                         : body.substr(0, 200);
     return unavailable("GET {}: HTTP {}: {}", url, status, message);
   }
   return body;
@@ -52,14 +53,16 @@ Result<std::string> format_scores(const std::string& text) {
   std::vector<nlohmann::json> rows(j["uids"].begin(), j["uids"].end());
   std::stable_sort(rows.begin(), rows.end(),
                    [](const auto& a, const auto& b) { return a.value("final", 0.0) > b.value("final", 0.0); });
-  std::string out = fmt::format("window {}\n", j.contains("window") && !j["window"].is_null() ? j["window"].dump() : "-");
+  std::string out =
+      fmt::format("window {}\n", j.contains("window") && !j["window"].is_null() ? j["window"].dump() : "-");
   out += fmt::format("{:>5}  {:>10}  {:>8}  {:>7}  {:>7}  {:>6}  {:>8}  {:>14}\n", "uid", "final", "mu", "sigma", "bma",
                      "sync", "weight", "last evaluated");
   for (const auto& r : rows) {
-    std::string last = r.contains("last_evaluated") && r["last_evaluated"].is_number() ? r["last_evaluated"].dump() : "-";
-    out += fmt::format("{:>5}  {:>10.4f}  {:>8.3f}  {:>7.3f}  {:>7.3f}  {:>6.3f}  {:>8.4f}  {:>14}\n", r.value("uid", 0),
-                       r.value("final", 0.0), r.value("mu", 0.0), r.value("sigma", 0.0), r.value("bma", 0.0),
-                       r.value("sync", 0.0), r.value("weight", 0.0), last);
+    std::string last =
+        r.contains("last_evaluated") && r["last_evaluated"].is_number() ? r["last_evaluated"].dump() : "-";
+    out += fmt::format("{:>5}  {:>10.4f}  {:>8.3f}  {:>7.3f}  {:>7.3f}  {:>6.3f}  {:>8.4f}  {:>14}\n",
+                       r.value("uid", 0), r.value("final", 0.0), r.value("mu", 0.0), r.value("sigma", 0.0),
+                       r.value("bma", 0.0), r.value("sync", 0.0), r.value("weight", 0.0), last);
   }
   return out;
 }

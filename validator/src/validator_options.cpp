@@ -9,7 +9,8 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
   s.add_string("validator.state_dir", &o.state_dir, "RocksDB state and the validator's copy of the model.");
   s.add_int("validator.eval_per_window", &o.eval_per_window, "Uids evaluated per window.", 1, 4096);
   s.add_int("validator.eval_batches", &o.eval_batches, "Samples per loss measurement.", 1, 4096);
-  s.add_double("validator.eval_lr_factor", &o.eval_lr_factor, "Share of the outer step applied when evaluating.", 0, 10);
+  s.add_double("validator.eval_lr_factor", &o.eval_lr_factor, "Share of the outer step applied when evaluating.", 0,
+               10);
   s.add_int("validator.weights_every", &o.weights_every, "Windows between weight posts.", 1, 1'000'000);
   s.add_int("validator.checkpoint_every", &o.checkpoint_every, "Windows between the lead's checkpoints.", 1, 1'000'000);
   s.add_double("validator.copy_overlap", &o.copy_overlap, "Mean top-k index overlap that counts as a copy.", 0, 1);

@@ -32,7 +32,8 @@ Status aggregate(std::vector<PeerUpdate> peers, std::span<float> out) {
   for (std::size_t i = 0; i < peers.size(); ++i) {
     const CompressedTensor& t = *peers[i].tensor;
     if (t.indices.size() != static_cast<std::size_t>(l.kept()) || t.codes.size() != t.indices.size()) {
-      return data_loss("aggregate: uid {} has {} entries, the layout keeps {}", peers[i].uid, t.indices.size(), l.kept());
+      return data_loss("aggregate: uid {} has {} entries, the layout keeps {}", peers[i].uid, t.indices.size(),
+                       l.kept());
     }
     values[i].resize(t.codes.size());
     dequantize2(t.quant, t.codes, values[i]);
@@ -52,7 +53,8 @@ Status aggregate(std::vector<PeerUpdate> peers, std::span<float> out) {
     for (std::int64_t b = 0; b < l.num_blocks(); ++b) {
       for (int j = 0; j < l.k; ++j) {
         std::size_t at = static_cast<std::size_t>(b * l.k + j);
-        if (t.indices[at] >= l.block_elems()) return data_loss("aggregate: uid {} has an index outside its block", peers[i].uid);
+        if (t.indices[at] >= l.block_elems())
+          return data_loss("aggregate: uid {} has an index outside its block", peers[i].uid);
         auto e = static_cast<std::size_t>(element_of(l, b, t.indices[at]));
         sum[e] += scale * values[i][at];
         ++count[e];

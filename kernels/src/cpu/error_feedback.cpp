@@ -28,7 +28,8 @@ Status decompress(const CompressedTensor& c, std::span<float> out) {
 Result<CompressedTensor> error_feedback_step(std::span<float> ef, std::span<const float> delta,
                                              std::span<const std::int64_t> shape, float beta, int threads) {
   if (ef.size() != delta.size()) return invalid_argument("error feedback: buffer and delta differ in size");
-  if (!std::isfinite(beta) || beta < 0 || beta > 1) return invalid_argument("error feedback: beta {} not in [0, 1]", beta);
+  if (!std::isfinite(beta) || beta < 0 || beta > 1)
+    return invalid_argument("error feedback: beta {} not in [0, 1]", beta);
   for (std::size_t i = 0; i < delta.size(); ++i) {
     if (!std::isfinite(delta[i])) return invalid_argument("error feedback: non-finite delta at {}", i);
     ef[i] = beta * ef[i] + delta[i];

@@ -8,7 +8,8 @@ Status check_pack12_args(std::span<const std::uint16_t> indices, std::span<const
                             packed12_size(indices.size()));
   }
   for (std::size_t i = 0; i < indices.size(); ++i) {
-    if (indices[i] > kMaxIndex12) return invalid_argument("pack12: index {} at position {} exceeds 4095", indices[i], i);
+    if (indices[i] > kMaxIndex12)
+      return invalid_argument("pack12: index {} at position {} exceeds 4095", indices[i], i);
   }
   return Status::ok();
 }

@@ -36,7 +36,8 @@ Result<CompressedTensor> from_packet_tensor(const packet::Tensor& t) {
   if (t.indices.size() != packed12_size(kept) || t.codes.size() != packed2_size(kept)) {
     return data_loss("tensor '{}': payload sizes do not match its layout", t.name);
   }
-  if (!std::isfinite(t.shift) || !std::isfinite(t.scale)) return data_loss("tensor '{}': non-finite shift or scale", t.name);
+  if (!std::isfinite(t.shift) || !std::isfinite(t.scale))
+    return data_loss("tensor '{}': non-finite shift or scale", t.name);
   for (float v : t.lookup)
     if (!std::isfinite(v)) return data_loss("tensor '{}': non-finite lookup value", t.name);
   c.indices.resize(kept);

@@ -53,7 +53,8 @@ Status pack_codes2(std::span<const std::uint8_t> codes, std::span<std::uint8_t> 
 
 Status unpack_codes2(std::span<const std::uint8_t> packed, std::span<std::uint8_t> codes) {
   if (packed.size() != packed2_size(codes.size())) {
-    return data_loss("unpack2: {} bytes for {} codes, expected {}", packed.size(), codes.size(), packed2_size(codes.size()));
+    return data_loss("unpack2: {} bytes for {} codes, expected {}", packed.size(), codes.size(),
+                     packed2_size(codes.size()));
   }
   for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = (packed[i / 4] >> (2 * (i % 4))) & 3;
   if (codes.size() % 4 != 0 && (packed.back() >> (2 * (codes.size() % 4))) != 0) {

@@ -19,7 +19,7 @@ namespace crucible::chain::abi {
 struct Type {
   enum class Kind : std::uint8_t { kUint, kInt, kBool, kAddress, kFixedBytes, kBytes, kString, kArray, kTuple };
   Kind kind = Kind::kUint;
-  int size = 256;            // bits for uint/int, bytes for fixed bytes
+  int size = 256;              // bits for uint/int, bytes for fixed bytes
   std::vector<Type> children;  // array: the element type; tuple: the members
 
   bool is_dynamic() const;

@@ -45,7 +45,7 @@ struct Signature {
 // formatted by accident: read them only through secret_bytes().
 class PrivateKey {
  public:
-  static Result<PrivateKey> generate();  // OS CSPRNG (getrandom)
+  static Result<PrivateKey> generate();                  // OS CSPRNG (getrandom)
   static Result<PrivateKey> from_bytes(ByteSpan bytes);  // 32 bytes, 0 < k < n
   ~PrivateKey();
   PrivateKey(const PrivateKey&);

@@ -28,8 +28,7 @@ inline constexpr std::uint32_t kMaxPbkdf2Iterations = 10'000'000;
 inline constexpr std::size_t kMaxKeystoreBytes = 64 * 1024;
 
 // The keystore JSON for `key`, encrypted with `password`.
-Result<std::string> encrypt_keystore(const PrivateKey& key, const Secret& password,
-                                     const KeystoreParams& params = {});
+Result<std::string> encrypt_keystore(const PrivateKey& key, const Secret& password, const KeystoreParams& params = {});
 
 // unauthenticated on a wrong password (MAC mismatch); invalid_argument on a
 // malformed file; resource_exhausted when its KDF parameters exceed the limits.

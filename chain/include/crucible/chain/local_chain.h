@@ -18,11 +18,11 @@
 namespace crucible::chain {
 
 struct LocalChainOptions {
-  std::string anvil_path;       // the anvil binary
-  std::string work_dir;         // anvil's log and account list go here
-  std::uint16_t port = 0;       // 0: a free port
+  std::string anvil_path;  // the anvil binary
+  std::string work_dir;    // anvil's log and account list go here
+  std::uint16_t port = 0;  // 0: a free port
   std::uint64_t chain_id = 945;
-  double block_time_s = 0;      // 0: a block per transaction (automine)
+  double block_time_s = 0;  // 0: a block per transaction (automine)
   std::uint16_t netuid = 1;
   std::uint16_t max_uids = 256;
   bool commit_reveal = false;

@@ -17,7 +17,7 @@ struct LegacyTx {
   std::uint64_t nonce = 0;
   std::uint64_t gas_price = 0;  // wei
   std::uint64_t gas_limit = 21'000;
-  std::optional<Address> to;    // none: contract creation
+  std::optional<Address> to;  // none: contract creation
   U256 value;
   Bytes data;
 };

@@ -32,9 +32,7 @@ Result<std::array<std::uint8_t, N>> from_hex_fixed(std::string_view hex) {
   return out;
 }
 
-inline ByteSpan as_bytes(std::string_view s) {
-  return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()};
-}
+inline ByteSpan as_bytes(std::string_view s) { return {reinterpret_cast<const std::uint8_t*>(s.data()), s.size()}; }
 
 // A zero-filled buffer of n bytes. Large ones ask the kernel for huge pages
 // first: faulting in 4 KiB pages of a fresh 256 MiB buffer costs ~0.8 s on

@@ -41,7 +41,7 @@ struct DatasetInfo {
   std::uint32_t vocab_size = 0;
   std::uint32_t eos_id = 0;
   std::string tokenizer_sha256;
-  std::string source;  // what it was built from, for people
+  std::string source;                       // what it was built from, for people
   std::map<std::string, SplitInfo> splits;  // "train", "val"
 };
 

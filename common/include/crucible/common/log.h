@@ -66,8 +66,7 @@ using Fields = std::initializer_list<Field>;
 bool is_secret_key(std::string_view key) noexcept;
 
 // Formats one record; exposed for tests. `ts_ms` is milliseconds since the epoch.
-std::string format_record(Format format, std::int64_t ts_ms, Level level, std::string_view msg,
-                          Fields fields);
+std::string format_record(Format format, std::int64_t ts_ms, Level level, std::string_view msg, Fields fields);
 
 // Where formatted lines go (each ends in '\n'). Default: stderr.
 using Sink = std::function<void(std::string_view line)>;

@@ -14,7 +14,7 @@ namespace crucible::model {
 
 struct ModelConfig {
   std::int64_t vocab_size = 2048;
-  std::int64_t dim = 128;         // hidden size
+  std::int64_t dim = 128;  // hidden size
   std::int64_t n_layers = 4;
   std::int64_t n_heads = 4;
   std::int64_t n_kv_heads = 4;    // grouped-query attention when < n_heads
@@ -22,7 +22,7 @@ struct ModelConfig {
   std::int64_t seq_len = 128;     // tokens per sample (inputs are seq_len - 1 of them)
   double rope_theta = 10000.0;
   double norm_eps = 1e-5;
-  bool tie_embeddings = true;     // lm_head shares embed_tokens
+  bool tie_embeddings = true;  // lm_head shares embed_tokens
   double init_std = 0.02;
 
   std::int64_t head_dim() const { return dim / n_heads; }

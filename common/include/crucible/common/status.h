@@ -19,20 +19,20 @@ namespace crucible {
 
 enum class StatusCode : std::uint8_t {
   kOk = 0,
-  kInvalidArgument,    // the input is malformed, whatever the state
-  kNotFound,           // a key, file or object does not exist
-  kAlreadyExists,      // create refused: it is there already
-  kPermissionDenied,   // the caller is known but not allowed (file mode, 403)
-  kUnauthenticated,    // credentials or signature are wrong
-  kResourceExhausted,  // a size cap, a quota, disk full
-  kFailedPrecondition, // the system is not in the state the call needs
-  kOutOfRange,         // a value outside its allowed range
-  kDeadlineExceeded,   // the call ran past its deadline
-  kUnavailable,        // transient: worth retrying (5xx, reset, refused)
-  kDataLoss,           // stored or received bytes are corrupt or truncated
-  kUnimplemented,      // not supported (an unknown version, say)
-  kAborted,            // interrupted (shutdown requested, conflict)
-  kInternal,           // an invariant broke: a bug
+  kInvalidArgument,     // the input is malformed, whatever the state
+  kNotFound,            // a key, file or object does not exist
+  kAlreadyExists,       // create refused: it is there already
+  kPermissionDenied,    // the caller is known but not allowed (file mode, 403)
+  kUnauthenticated,     // credentials or signature are wrong
+  kResourceExhausted,   // a size cap, a quota, disk full
+  kFailedPrecondition,  // the system is not in the state the call needs
+  kOutOfRange,          // a value outside its allowed range
+  kDeadlineExceeded,    // the call ran past its deadline
+  kUnavailable,         // transient: worth retrying (5xx, reset, refused)
+  kDataLoss,            // stored or received bytes are corrupt or truncated
+  kUnimplemented,       // not supported (an unknown version, say)
+  kAborted,             // interrupted (shutdown requested, conflict)
+  kInternal,            // an invariant broke: a bug
 };
 
 // Stable lower-case name of a code ("invalid_argument"), used in logs and JSON.
@@ -81,7 +81,7 @@ class BadResultAccess : public std::logic_error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : state_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : state_(std::move(status)) {  // NOLINT: implicit by design
     if (std::get<Status>(state_).is_ok()) {
       state_ = Status(StatusCode::kInternal, "Result constructed from an ok Status without a value");
@@ -123,9 +123,9 @@ class [[nodiscard]] Result {
 };
 
 // Builders that format their message with fmt: invalid_argument("bad key '{}'", k).
-#define CRUCIBLE_STATUS_BUILDER(fn, code)                                       \
-  template <typename... Args>                                                   \
-  Status fn(fmt::format_string<Args...> format, Args&&... args) {               \
+#define CRUCIBLE_STATUS_BUILDER(fn, code)                                              \
+  template <typename... Args>                                                          \
+  Status fn(fmt::format_string<Args...> format, Args&&... args) {                      \
     return Status(StatusCode::code, fmt::format(format, std::forward<Args>(args)...)); \
   }
 CRUCIBLE_STATUS_BUILDER(invalid_argument, kInvalidArgument)
@@ -150,9 +150,9 @@ CRUCIBLE_STATUS_BUILDER(internal_error, kInternal)
 #define CRUCIBLE_CONCAT(a, b) CRUCIBLE_CONCAT_INNER(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not ok.
-#define CRUCIBLE_RETURN_IF_ERROR(expr)               \
-  do {                                               \
-    ::crucible::Status _crucible_status = (expr);    \
+#define CRUCIBLE_RETURN_IF_ERROR(expr)                      \
+  do {                                                      \
+    ::crucible::Status _crucible_status = (expr);           \
     if (!_crucible_status.is_ok()) return _crucible_status; \
   } while (false)
 

@@ -62,8 +62,8 @@ class Tokenizer {
   void encode_word(std::string_view word, std::vector<std::uint32_t>& out) const;
   void index();  // builds lookup tables from tokens_/merge_list_
 
-  std::vector<std::string> tokens_;    // id -> raw bytes (special tokens: their text)
-  std::vector<bool> special_;          // id -> is an added special token
+  std::vector<std::string> tokens_;  // id -> raw bytes (special tokens: their text)
+  std::vector<bool> special_;        // id -> is an added special token
   std::array<std::uint32_t, 256> byte_id_{};
   std::vector<std::pair<std::uint32_t, std::uint32_t>> merge_list_;  // in rank order
   std::unordered_map<std::uint64_t, Merge> merges_;

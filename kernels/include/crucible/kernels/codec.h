@@ -15,8 +15,8 @@
 
 namespace crucible::kernels {
 
-inline constexpr std::int64_t kMaxChunk = 64;         // chunk size per dimension
-inline constexpr int kTopKPer4096 = 64;               // k for a full 64 x 64 block
+inline constexpr std::int64_t kMaxChunk = 64;  // chunk size per dimension
+inline constexpr int kTopKPer4096 = 64;        // k for a full 64 x 64 block
 
 // The largest divisor of `dim` that is <= 64 (protocol.md §4).
 std::int64_t chunk_size(std::int64_t dim);
@@ -53,8 +53,8 @@ Status select_topk(std::span<const float> x, const BlockLayout& layout, std::spa
 
 // 2-bit quantisation with one parameter set per tensor.
 struct Quant2 {
-  float shift = 0;   // mean of the values
-  float scale = 0;   // 6 sigma / 4
+  float shift = 0;                // mean of the values
+  float scale = 0;                // 6 sigma / 4
   std::array<float, 4> lookup{};  // mean of the centred values in each bin (0 if empty)
 };
 
@@ -71,7 +71,7 @@ Status unpack_codes2(std::span<const std::uint8_t> packed, std::span<std::uint8_
 
 // Dense tensor (layout.rows * layout.cols, zeros elsewhere) from per-block
 // indices and values; an index outside its block is data_loss.
-Status decode_dense(const BlockLayout& layout, std::span<const std::uint16_t> indices,
-                    std::span<const float> values, std::span<float> out);
+Status decode_dense(const BlockLayout& layout, std::span<const std::uint16_t> indices, std::span<const float> values,
+                    std::span<float> out);
 
 }  // namespace crucible::kernels

@@ -16,9 +16,9 @@ namespace crucible::storage {
 
 struct FaultOptions {
   std::chrono::milliseconds latency{0};
-  double error_rate = 0;       // fraction of calls failing with unavailable
-  double truncate_rate = 0;    // fraction of bodies cut short
-  double bitflip_rate = 0;     // fraction of bodies with one bit flipped
+  double error_rate = 0;                    // fraction of calls failing with unavailable
+  double truncate_rate = 0;                 // fraction of bodies cut short
+  double bitflip_rate = 0;                  // fraction of bodies with one bit flipped
   std::int64_t stale_last_modified_ms = 0;  // subtracted from every Last-Modified
   std::uint64_t seed = 1;
 };

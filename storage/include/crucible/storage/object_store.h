@@ -33,8 +33,8 @@ struct ObjectInfo {
 };
 
 struct ListPage {
-  std::vector<ObjectInfo> objects;   // in key order
-  std::optional<std::string> next;   // continuation token, if more
+  std::vector<ObjectInfo> objects;  // in key order
+  std::optional<std::string> next;  // continuation token, if more
 };
 
 // What a backend hands back for a whole-object read.

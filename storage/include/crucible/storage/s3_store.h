@@ -19,16 +19,16 @@ namespace crucible::storage {
 
 struct S3Options {
   std::string bucket;
-  std::string prefix;        // keys live under "<prefix>/"; may be empty
-  std::string endpoint;      // "http://127.0.0.1:7480"; empty: AWS, https://s3.<region>.amazonaws.com
+  std::string prefix;    // keys live under "<prefix>/"; may be empty
+  std::string endpoint;  // "http://127.0.0.1:7480"; empty: AWS, https://s3.<region>.amazonaws.com
   std::string region = "us-east-1";
-  bool path_style = true;    // false: https://<bucket>.<host>/key
-  S3Credentials read;        // GET, HEAD, LIST
-  S3Credentials write;       // PUT, DELETE, multipart
+  bool path_style = true;  // false: https://<bucket>.<host>/key
+  S3Credentials read;      // GET, HEAD, LIST
+  S3Credentials write;     // PUT, DELETE, multipart
   std::uint64_t multipart_threshold = 64ull << 20;
-  std::uint64_t part_size = 16ull << 20;           // >= 5 MiB, S3's minimum
+  std::uint64_t part_size = 16ull << 20;  // >= 5 MiB, S3's minimum
   std::uint64_t parallel_get_threshold = 32ull << 20;
-  int parallelism = 4;                             // concurrent parts / ranges
+  int parallelism = 4;  // concurrent parts / ranges
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds request_timeout{120'000};
 };

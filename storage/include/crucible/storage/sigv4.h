@@ -20,12 +20,12 @@ struct S3Credentials {
 };
 
 struct SigV4Request {
-  std::string method;                                      // "GET"
-  std::string host;                                        // as sent in the Host header, with :port if any
-  std::string path;                                        // "/bucket/key", not yet encoded
-  std::vector<std::pair<std::string, std::string>> query;  // raw names and values
+  std::string method;                                        // "GET"
+  std::string host;                                          // as sent in the Host header, with :port if any
+  std::string path;                                          // "/bucket/key", not yet encoded
+  std::vector<std::pair<std::string, std::string>> query;    // raw names and values
   std::vector<std::pair<std::string, std::string>> headers;  // to sign (besides host)
-  std::string payload_sha256;                              // hex, or "UNSIGNED-PAYLOAD"
+  std::string payload_sha256;                                // hex, or "UNSIGNED-PAYLOAD"
 };
 
 // RFC 3986 percent-encoding as SigV4 wants it; '/' is kept when `keep_slash`.
@@ -36,8 +36,8 @@ std::string amz_date_now();
 
 // The Authorization header value. `amz_date` must also be sent as x-amz-date
 // (put it in `headers`).
-std::string sigv4_authorization(const SigV4Request& request, const S3Credentials& credentials,
-                                std::string_view region, std::string_view amz_date, std::string_view service = "s3");
+std::string sigv4_authorization(const SigV4Request& request, const S3Credentials& credentials, std::string_view region,
+                                std::string_view amz_date, std::string_view service = "s3");
 
 // Exposed for tests.
 std::string sigv4_canonical_request(const SigV4Request& request);
