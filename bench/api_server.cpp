@@ -33,8 +33,14 @@ int main(int argc, char** argv) {
     for (std::uint16_t uid = 0; uid < 256; ++uid) {
       b.put(storage::Family::kWindowScores, validator::history_key(uid, w), bytes({{"uid", uid}, {"valid", true}}));
       b.put(storage::Family::kWindowScores, validator::window_uid_key(w, uid),
-            bytes({{"uid", uid}, {"valid", true}, {"loss_before_own", 5.0}, {"loss_after_own", 4.9},
-                   {"loss_before_rand", 5.1}, {"loss_after_rand", 5.05}, {"gradient_score", 0.01}, {"final", 0.3}}));
+            bytes({{"uid", uid},
+                   {"valid", true},
+                   {"loss_before_own", 5.0},
+                   {"loss_after_own", 4.9},
+                   {"loss_before_rand", 5.1},
+                   {"loss_after_rand", 5.05},
+                   {"gradient_score", 0.01},
+                   {"final", 0.3}}));
       if (w == 49) {
         validator::MinerScore s;
         s.rating = {25.0 + uid % 7, 6.0};
@@ -50,7 +56,7 @@ int main(int argc, char** argv) {
   validator::ApiOptions o;
   o.port = 0;
   o.max_connections = 1024;
-  auto server = validator::ApiServer::start(o, **db);
+  auto server = validator::ApiServer::start(o, **db, validator::ScoringParams{});
   if (!server.is_ok()) return 1;
   std::cout << "port " << (*server)->port() << std::endl;
   std::string line;

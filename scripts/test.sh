@@ -1,8 +1,31 @@
 #!/usr/bin/env bash
-# Sets everything up (scripts/setup.sh), then runs the whole test suite.
-# Exits non-zero on any failure. Extra arguments go to ctest (e.g. -R Config).
+# Sets everything up (scripts/setup.sh), checks the formatting, then runs
+# the whole test suite. Exits non-zero on any failure, and when a process
+# the suite started is still running after it. Extra arguments go to ctest
+# (e.g. -R Config).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 bash scripts/setup.sh
-ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" "$@"
+bash scripts/format.sh --check
+
+# Processes a test may start: none of them may outlive the suite.
+NAMES='^(anvil|crucible|crucible-miner|crucible-validator|radosgw|ceph-mon|ceph-osd|packet_fuzz)$'
+before=$(pgrep -E "$NAMES" 2>/dev/null | sort || true)
+rc=0
+ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" "$@" || rc=$?
+
+left=""
+for _ in 1 2 3 4 5 6 7 8 9 10; do
+  now=$(pgrep -E "$NAMES" 2>/dev/null | sort || true)
+  left=$(comm -13 <(printf '%s\n' "$before") <(printf '%s\n' "$now") | sed '/^$/d')
+  [ -z "$left" ] && break
+  sleep 1
+done
+if [ -n "$left" ]; then
+  echo "test.sh: processes started by the suite are still running:" >&2
+  for pid in $left; do ps -o pid=,ppid=,args= -p "$pid" >&2 || true; done
+  for pid in $left; do kill -9 "$pid" 2>/dev/null || true; done
+  rc=1
+fi
+exit "$rc"

@@ -21,11 +21,7 @@ Hash32 word_bytes(const Value& v) { return v.word().be(); }
 
 }  // namespace
 
-Result<std::uint64_t> Chain::window(std::uint32_t blocks_per_window) {
-  if (blocks_per_window == 0) return invalid_argument("blocks_per_window must be positive");
-  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t b, block_number());
-  return window_of(b, blocks_per_window);
-}
+Hash32 Chain::hotkey_of(const Address& address) const { return substrate::mirror_account(address); }
 
 Result<std::unique_ptr<EvmChain>> EvmChain::connect(EvmChainOptions options, std::optional<PrivateKey> key) {
   RpcClient probe(options.rpc);
@@ -73,7 +69,8 @@ Result<Metagraph> EvmChain::metagraph(std::uint16_t netuid) {
   Metagraph mg;
   mg.netuid = netuid;
   CRUCIBLE_ASSIGN_OR_RETURN(mg.block, eth_.block_number());
-  CRUCIBLE_ASSIGN_OR_RETURN(Value count, view(options_.metagraph, "getUidCount(uint16)", {Value::uint(netuid)}, "uint16"));
+  CRUCIBLE_ASSIGN_OR_RETURN(Value count,
+                            view(options_.metagraph, "getUidCount(uint16)", {Value::uint(netuid)}, "uint16"));
   CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t n, count.as_u64());
 
   // Six getters per uid, sent as JSON-RPC batches (N*6 eth_calls otherwise).
@@ -82,20 +79,22 @@ Result<Metagraph> EvmChain::metagraph(std::uint16_t netuid) {
     const char* returns;
   };
   static constexpr Getter kGetters[] = {
-      {"getHotkey(uint16,uint16)", "bytes32"},        {"getColdkey(uint16,uint16)", "bytes32"},
-      {"getStake(uint16,uint16)", "uint64"},          {"getValidatorStatus(uint16,uint16)", "bool"},
-      {"getIsActive(uint16,uint16)", "bool"},         {"getLastUpdate(uint16,uint16)", "uint64"}};
+      {"getHotkey(uint16,uint16)", "bytes32"}, {"getColdkey(uint16,uint16)", "bytes32"},
+      {"getStake(uint16,uint16)", "uint64"},   {"getValidatorStatus(uint16,uint16)", "bool"},
+      {"getIsActive(uint16,uint16)", "bool"},  {"getLastUpdate(uint16,uint16)", "uint64"}};
   std::vector<RpcRequest> requests;
   for (std::uint64_t uid = 0; uid < n; ++uid) {
     for (const auto& g : kGetters) {
       CRUCIBLE_ASSIGN_OR_RETURN(Bytes data, abi::encode_call(g.signature, {Value::uint(netuid), Value::uint(uid)}));
-      requests.push_back({"eth_call", json::array({json{{"to", options_.metagraph.hex()}, {"data", to_hex(data)}}, "latest"})});
+      requests.push_back(
+          {"eth_call", json::array({json{{"to", options_.metagraph.hex()}, {"data", to_hex(data)}}, "latest"})});
     }
   }
   std::vector<Result<json>> replies;
   for (std::size_t start = 0; start < requests.size(); start += options_.batch_size) {
-    std::vector<RpcRequest> chunk(requests.begin() + static_cast<std::ptrdiff_t>(start),
-                                  requests.begin() + static_cast<std::ptrdiff_t>(std::min(requests.size(), start + options_.batch_size)));
+    std::vector<RpcRequest> chunk(
+        requests.begin() + static_cast<std::ptrdiff_t>(start),
+        requests.begin() + static_cast<std::ptrdiff_t>(std::min(requests.size(), start + options_.batch_size)));
     CRUCIBLE_ASSIGN_OR_RETURN(auto part, rpc_.batch(chunk));
     for (auto& r : part) replies.push_back(std::move(r));
   }
@@ -125,11 +124,14 @@ Result<Metagraph> EvmChain::metagraph(std::uint16_t netuid) {
 
 Result<SubnetParams> EvmChain::subnet_params(std::uint16_t netuid) {
   SubnetParams p;
-  CRUCIBLE_ASSIGN_OR_RETURN(Value cr, view(options_.subnet, "getCommitRevealWeightsEnabled(uint16)", {Value::uint(netuid)}, "bool"));
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      Value cr, view(options_.subnet, "getCommitRevealWeightsEnabled(uint16)", {Value::uint(netuid)}, "bool"));
   CRUCIBLE_ASSIGN_OR_RETURN(p.commit_reveal, cr.as_bool());
-  CRUCIBLE_ASSIGN_OR_RETURN(Value vk, view(options_.subnet, "getWeightsVersionKey(uint16)", {Value::uint(netuid)}, "uint64"));
+  CRUCIBLE_ASSIGN_OR_RETURN(Value vk,
+                            view(options_.subnet, "getWeightsVersionKey(uint16)", {Value::uint(netuid)}, "uint64"));
   CRUCIBLE_ASSIGN_OR_RETURN(p.version_key, vk.as_u64());
-  CRUCIBLE_ASSIGN_OR_RETURN(Value rl, view(options_.subnet, "getWeightsSetRateLimit(uint16)", {Value::uint(netuid)}, "uint64"));
+  CRUCIBLE_ASSIGN_OR_RETURN(Value rl,
+                            view(options_.subnet, "getWeightsSetRateLimit(uint16)", {Value::uint(netuid)}, "uint64"));
   CRUCIBLE_ASSIGN_OR_RETURN(p.rate_limit, rl.as_u64());
   return p;
 }
@@ -143,8 +145,9 @@ Result<SentTx> EvmChain::set_weights(std::uint16_t netuid, const std::vector<std
   if (p.commit_reveal) {
     return failed_precondition("set_weights: subnet {} has commit-reveal enabled; commit and reveal instead", netuid);
   }
-  return transact(options_.neuron, "setWeights(uint16,uint16[],uint16[],uint64)",
-                  {Value::uint(netuid), Value::uint16_array(uids), Value::uint16_array(values), Value::uint(version_key)});
+  return transact(
+      options_.neuron, "setWeights(uint16,uint16[],uint16[],uint64)",
+      {Value::uint(netuid), Value::uint16_array(uids), Value::uint16_array(values), Value::uint(version_key)});
 }
 
 Result<WeightsCommit> EvmChain::make_commit(std::uint16_t netuid, std::vector<std::uint16_t> uids,

@@ -1,5 +1,7 @@
 #include "crucible/chain/local_chain.h"
 
+#include "crucible/common/child_process.h"
+
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -75,8 +77,15 @@ Status LocalChain::launch() {
   std::string accounts_path = options_.work_dir + "/anvil-accounts.json";
   std::filesystem::remove(accounts_path, ec);
 
-  std::vector<std::string> argv = {options_.anvil_path, "--host", "127.0.0.1", "--port", std::to_string(options_.port),
-                                   "--chain-id", std::to_string(options_.chain_id), "--config-out", accounts_path};
+  std::vector<std::string> argv = {options_.anvil_path,
+                                   "--host",
+                                   "127.0.0.1",
+                                   "--port",
+                                   std::to_string(options_.port),
+                                   "--chain-id",
+                                   std::to_string(options_.chain_id),
+                                   "--config-out",
+                                   accounts_path};
   if (options_.block_time_s > 0) {
     argv.push_back("--block-time");
     argv.push_back(fmt::format("{}", options_.block_time_s));
@@ -84,7 +93,7 @@ Status LocalChain::launch() {
   pid_ = fork();
   if (pid_ < 0) return unavailable("fork: {}", std::strerror(errno));
   if (pid_ == 0) {
-    prctl(PR_SET_PDEATHSIG, SIGTERM);  // never outlive the process that started it
+    reset_child_for_exec(SIGTERM);  // a clean signal mask; never outlive the process that started it
     int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (log >= 0) {
       dup2(log, STDOUT_FILENO);
@@ -137,8 +146,8 @@ Status LocalChain::admin_call(const Bytes& data) {
   RpcClient rpc(rpc_options);
   EthClient eth(rpc);
   TxOptions tx_options;
-  tx_options.receipt_timeout = std::chrono::milliseconds(
-      static_cast<std::int64_t>(30'000 + 4'000 * options_.block_time_s));
+  tx_options.receipt_timeout =
+      std::chrono::milliseconds(static_cast<std::int64_t>(30'000 + 4'000 * options_.block_time_s));
   TxSender sender(eth, dev_keys_[0], options_.chain_id, tx_options);
   auto sent = sender.send(Address::from_low_u64(standins::kStateAddress), data);
   return sent.status();
@@ -158,8 +167,9 @@ Status LocalChain::install_standins() {
     auto r = rpc.call("anvil_setCode", json::array({Address::from_low_u64(addr).hex(), code}));
     if (!r.is_ok()) return r.status().with_context("installing stand-in contracts");
   }
-  CRUCIBLE_ASSIGN_OR_RETURN(Bytes create, abi::encode_call("createSubnet(uint16,uint16)",
-                                                           {Value::uint(options_.netuid), Value::uint(options_.max_uids)}));
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      Bytes create,
+      abi::encode_call("createSubnet(uint16,uint16)", {Value::uint(options_.netuid), Value::uint(options_.max_uids)}));
   CRUCIBLE_RETURN_IF_ERROR(admin_call(create).with_context("createSubnet"));
   return set_subnet_params(options_.commit_reveal, options_.version_key, options_.rate_limit);
 }

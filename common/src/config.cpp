@@ -19,10 +19,18 @@ std::string quote(std::string_view s) {
   std::string out = "\"";
   for (char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (static_cast<unsigned char>(c) < 0x20) {
           out += fmt::format("\\u{:04x}", static_cast<unsigned>(c));
@@ -60,9 +68,7 @@ class Problems {
  public:
   void add(std::string message) { lines_.push_back(std::move(message)); }
   bool empty() const { return lines_.empty(); }
-  Status to_status() const {
-    return invalid_argument("{}", fmt::join(lines_, "\n"));
-  }
+  Status to_status() const { return invalid_argument("{}", fmt::join(lines_, "\n")); }
 
  private:
   std::vector<std::string> lines_;
@@ -76,6 +82,13 @@ Result<Value> from_toml(const toml::node& node, ValueType want) {
       break;
     case ValueType::kInt:
       if (auto v = node.value_exact<std::int64_t>()) return Value(*v);
+      break;
+    case ValueType::kUint:
+      if (auto v = node.value_exact<std::int64_t>()) {
+        if (*v < 0) return out_of_range("value {} is negative", *v);
+        return Value(static_cast<std::uint64_t>(*v));
+      }
+      if (auto v = node.value_exact<std::string>()) return parse_text(ValueType::kUint, *v);
       break;
     case ValueType::kDouble:
       if (node.is_floating_point()) return Value(*node.value_exact<double>());
@@ -98,19 +111,33 @@ Result<Value> from_toml(const toml::node& node, ValueType want) {
   }
   std::string got;
   switch (node.type()) {
-    case toml::node_type::table: got = "a table"; break;
-    case toml::node_type::array: got = "an array"; break;
-    case toml::node_type::string: got = "a string"; break;
-    case toml::node_type::integer: got = "an integer"; break;
-    case toml::node_type::floating_point: got = "a float"; break;
-    case toml::node_type::boolean: got = "a boolean"; break;
-    default: got = "a date/time"; break;
+    case toml::node_type::table:
+      got = "a table";
+      break;
+    case toml::node_type::array:
+      got = "an array";
+      break;
+    case toml::node_type::string:
+      got = "a string";
+      break;
+    case toml::node_type::integer:
+      got = "an integer";
+      break;
+    case toml::node_type::floating_point:
+      got = "a float";
+      break;
+    case toml::node_type::boolean:
+      got = "a boolean";
+      break;
+    default:
+      got = "a date/time";
+      break;
   }
   return invalid_argument("expected {}, got {}", value_type_name(want), got);
 }
 
-void assign(const Schema& schema, std::string_view key, Result<Value> value, const Origin& origin,
-            Problems& problems, Origins* origins) {
+void assign(const Schema& schema, std::string_view key, Result<Value> value, const Origin& origin, Problems& problems,
+            Origins* origins) {
   const Field* field = schema.find(key);
   if (field == nullptr) {
     std::string hint;
@@ -126,8 +153,8 @@ void assign(const Schema& schema, std::string_view key, Result<Value> value, con
   if (origins != nullptr) (*origins)[std::string(key)] = origin;
 }
 
-void walk_table(const Schema& schema, const toml::table& table, const std::string& prefix,
-                const std::string& file, Problems& problems, Origins* origins) {
+void walk_table(const Schema& schema, const toml::table& table, const std::string& prefix, const std::string& file,
+                Problems& problems, Origins* origins) {
   for (const auto& [k, node] : table) {
     std::string key = prefix.empty() ? std::string(k.str()) : prefix + "." + std::string(k.str());
     Origin origin{Origin::Kind::kFile, fmt::format("{} line {}", file, node.source().begin.line)};
@@ -151,21 +178,32 @@ void walk_table(const Schema& schema, const toml::table& table, const std::strin
 
 std::string_view value_type_name(ValueType type) noexcept {
   switch (type) {
-    case ValueType::kBool: return "a boolean";
-    case ValueType::kInt: return "an integer";
-    case ValueType::kDouble: return "a number";
-    case ValueType::kString: return "a string";
-    case ValueType::kStringList: return "an array of strings";
+    case ValueType::kBool:
+      return "a boolean";
+    case ValueType::kInt:
+      return "an integer";
+    case ValueType::kUint:
+      return "a non-negative integer";
+    case ValueType::kDouble:
+      return "a number";
+    case ValueType::kString:
+      return "a string";
+    case ValueType::kStringList:
+      return "an array of strings";
   }
   return "?";
 }
 
 std::string Origin::describe() const {
   switch (kind) {
-    case Kind::kDefault: return "the defaults";
-    case Kind::kFile: return where;
-    case Kind::kEnvironment: return "environment variable " + where;
-    case Kind::kFlag: return "flag " + where;
+    case Kind::kDefault:
+      return "the defaults";
+    case Kind::kFile:
+      return where;
+    case Kind::kEnvironment:
+      return "environment variable " + where;
+    case Kind::kFlag:
+      return "flag " + where;
   }
   return where;
 }
@@ -212,6 +250,27 @@ Schema& Schema::add_int_field(std::string key, std::string help, std::int64_t mi
   return add_field(std::move(f));
 }
 
+Schema& Schema::add_uint_field(std::string key, std::string help, std::uint64_t min, std::uint64_t max,
+                               std::function<void(std::uint64_t)> set, std::function<std::uint64_t()> get) {
+  Field f;
+  f.key = std::move(key);
+  f.type = ValueType::kUint;
+  f.help = std::move(help);
+  f.assign = [min, max, set = std::move(set)](const Value& v) {
+    std::uint64_t x = std::get<std::uint64_t>(v);
+    if (x < min || x > max) return out_of_range("value {} is out of range [{}, {}]", x, min, max);
+    set(x);
+    return Status::ok();
+  };
+  f.render = [get = std::move(get)] {
+    // Above 2^63 - 1 a TOML integer cannot hold it: rendered as a string.
+    const std::uint64_t v = get();
+    return v > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()) ? "\"" + std::to_string(v) + "\""
+                                                                                    : std::to_string(v);
+  };
+  return add_field(std::move(f));
+}
+
 Schema& Schema::add_double(std::string key, double* target, std::string help, double min, double max) {
   Field f;
   f.key = std::move(key);
@@ -229,8 +288,7 @@ Schema& Schema::add_double(std::string key, double* target, std::string help, do
 }
 
 Schema& Schema::add_choice_field(std::string key, std::string help, std::vector<std::string> choices,
-                                 std::function<void(const std::string&)> set,
-                                 std::function<std::string()> get) {
+                                 std::function<void(const std::string&)> set, std::function<std::string()> get) {
   Field f;
   f.key = std::move(key);
   f.type = ValueType::kString;
@@ -247,11 +305,10 @@ Schema& Schema::add_choice_field(std::string key, std::string help, std::vector<
   return add_field(std::move(f));
 }
 
-Schema& Schema::add_string(std::string key, std::string* target, std::string help,
-                           std::vector<std::string> choices) {
+Schema& Schema::add_string(std::string key, std::string* target, std::string help, std::vector<std::string> choices) {
   return add_choice_field(
-      std::move(key), std::move(help), std::move(choices),
-      [target](const std::string& s) { *target = s; }, [target] { return *target; });
+      std::move(key), std::move(help), std::move(choices), [target](const std::string& s) { *target = s; },
+      [target] { return *target; });
 }
 
 Schema& Schema::add_secret(std::string key, std::string* target, std::string help) {
@@ -286,8 +343,7 @@ const Field* Schema::find(std::string_view key) const {
 
 bool Schema::has_section(std::string_view prefix) const {
   for (const Field& f : fields_) {
-    if (f.key.size() > prefix.size() && f.key.compare(0, prefix.size(), prefix) == 0 &&
-        f.key[prefix.size()] == '.') {
+    if (f.key.size() > prefix.size() && f.key.compare(0, prefix.size(), prefix) == 0 && f.key[prefix.size()] == '.') {
       return true;
     }
   }
@@ -331,6 +387,15 @@ Result<Value> parse_text(ValueType type, std::string_view text) {
       if (ec == std::errc::result_out_of_range) return out_of_range("value '{}' does not fit in 64 bits", text);
       if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
         return invalid_argument("expected an integer, got '{}'", text);
+      }
+      return Value(v);
+    }
+    case ValueType::kUint: {
+      std::uint64_t v = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+      if (ec == std::errc::result_out_of_range) return out_of_range("value '{}' does not fit in 64 bits", text);
+      if (ec != std::errc() || end != text.data() + text.size() || text.empty()) {
+        return invalid_argument("expected a non-negative integer, got '{}'", text);
       }
       return Value(v);
     }
@@ -384,8 +449,8 @@ Status load(const Schema& schema, const LoadInputs& inputs, Origins* origins) {
     std::string name = Schema::env_name(field.key);
     auto it = inputs.environment.find(name);
     if (it == inputs.environment.end()) continue;
-    assign(schema, field.key, parse_text(field.type, it->second),
-           Origin{Origin::Kind::kEnvironment, name}, problems, origins);
+    assign(schema, field.key, parse_text(field.type, it->second), Origin{Origin::Kind::kEnvironment, name}, problems,
+           origins);
   }
 
   for (const FlagValue& flag : inputs.flags) {

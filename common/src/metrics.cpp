@@ -19,6 +19,7 @@ constexpr std::string_view kLevel[] = {"level"};
 constexpr std::string_view kRole[] = {"role"};
 constexpr std::string_view kVersionRole[] = {"version", "role"};
 constexpr std::string_view kResult[] = {"result"};
+constexpr std::string_view kReason[] = {"reason"};
 constexpr double kWindowBuckets[] = {0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200};
 
 constexpr std::span<const std::string_view> none() { return std::span(kNoLabels).first(0); }
@@ -28,15 +29,28 @@ const std::array<Definition, static_cast<std::size_t>(Counter::kCount_)> kCounte
     {"crucible_miner_inner_steps_total", "Inner optimizer steps taken.", Kind::kCounter, none(), {}},
     {"crucible_miner_tokens_total", "Tokens trained on.", Kind::kCounter, none(), {}},
     {"crucible_miner_uploads_total", "Gradient uploads, by result (ok, late, failed).", Kind::kCounter, kResult, {}},
-    {"crucible_aggregates_applied_total", "Window aggregates applied to the model (outer steps).", Kind::kCounter,
-     kRole, {}},
+    {"crucible_aggregates_applied_total",
+     "Window aggregates applied to the model (outer steps).",
+     Kind::kCounter,
+     kRole,
+     {}},
+    {"crucible_uploads_valid_total", "Uploads that passed every check.", Kind::kCounter, none(), {}},
+    {"crucible_uploads_rejected_total", "Uploads rejected, by reason.", Kind::kCounter, kReason, {}},
+    {"crucible_evaluations_total", "Updates evaluated (Gauntlet losses).", Kind::kCounter, none(), {}},
+    {"crucible_weight_posts_total", "Weight transactions, by result.", Kind::kCounter, kResult, {}},
 }};
 
 const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges = {{
-    {"crucible_build_info", "Always 1; the labels name the build's version and the node's role.", Kind::kGauge,
-     kVersionRole, {}},
-    {"crucible_process_start_time_seconds", "Start time of the process since the Unix epoch, in seconds.",
-     Kind::kGauge, none(), {}},
+    {"crucible_build_info",
+     "Always 1; the labels name the build's version and the node's role.",
+     Kind::kGauge,
+     kVersionRole,
+     {}},
+    {"crucible_process_start_time_seconds",
+     "Start time of the process since the Unix epoch, in seconds.",
+     Kind::kGauge,
+     none(),
+     {}},
     {"crucible_window", "The protocol window the node is working on.", Kind::kGauge, kRole, {}},
     {"crucible_miner_loss", "Mean training loss of the miner's last window.", Kind::kGauge, none(), {}},
     {"crucible_miner_tokens_per_second", "Training throughput of the last window.", Kind::kGauge, none(), {}},
@@ -77,10 +91,8 @@ Registry::Registry() : impl_(std::make_unique<Impl>()) {
         &prometheus::BuildGauge().Name(std::string(d.name)).Help(std::string(d.help)).Register(impl_->registry));
   }
   for (const auto& d : kHistograms) {
-    impl_->histograms.push_back(&prometheus::BuildHistogram()
-                                     .Name(std::string(d.name))
-                                     .Help(std::string(d.help))
-                                     .Register(impl_->registry));
+    impl_->histograms.push_back(
+        &prometheus::BuildHistogram().Name(std::string(d.name)).Help(std::string(d.help)).Register(impl_->registry));
   }
 }
 

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "crucible/cli/node_config.h"
+#include "crucible/cli/node_io.h"
 #include "crucible/common/log.h"
 #include "crucible/miner/metrics_server.h"
 #include "crucible/miner/node.h"
@@ -38,7 +39,12 @@ int main(int argc, char** argv) {
     }
 
     miner::MinerNodeOptions options{config.protocol, config.chain, config.storage, config.model, config.miner};
-    auto node = miner::MinerNode::create(options, *key);
+    auto io = cli::make_node_io(config, *key, config.storage.retry_policy());
+    if (!io.is_ok()) {
+      log::error("the miner cannot start", {{"error", io.status().to_string()}});
+      return io.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;
+    }
+    auto node = miner::MinerNode::create(options, *key, std::move(*io));
     if (!node.is_ok()) {
       log::error("the miner cannot start", {{"error", node.status().to_string()}});
       return node.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;

@@ -12,6 +12,9 @@ void bind_options(config::Schema& s, MinerOptions& o) {
   s.add_int("miner.decay_steps", &o.decay_steps, "Cosine decay length, in inner steps.", 1, 1'000'000'000);
   s.add_double("miner.min_lr_ratio", &o.min_lr_ratio, "Final learning rate as a share of the peak.", 0, 1);
   s.add_double("miner.weight_decay", &o.weight_decay, "AdamW weight decay.", 0, 10);
+  s.add_double("miner.adam_beta1", &o.adam_beta1, "AdamW first-moment decay.", 0, 0.999999);
+  s.add_double("miner.adam_beta2", &o.adam_beta2, "AdamW second-moment decay.", 0, 0.999999);
+  s.add_double("miner.adam_eps", &o.adam_eps, "AdamW denominator floor.", 1e-30, 1);
   s.add_double("miner.grad_clip", &o.grad_clip, "Gradient norm clip (0 = off).", 0, 1e6);
   s.add_double("miner.ef_beta", &o.ef_beta, "Error feedback decay (beta).", 0, 1);
   s.add_string("miner.device", &o.device, "Where to train.", {"cpu", "cuda"});

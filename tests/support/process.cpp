@@ -5,11 +5,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <thread>
 #include <stdexcept>
+#include <thread>
+
+#include "crucible/common/child_process.h"
 
 extern char** environ;
 
@@ -22,6 +25,7 @@ namespace {
 // then exec. Never returns.
 [[noreturn]] void exec_child(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
   setsid();
+  reset_child_for_exec(SIGKILL);  // nothing a test starts outlives the test
   int devnull = open("/dev/null", O_RDONLY);
   dup2(devnull, STDIN_FILENO);
   for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
@@ -91,6 +95,7 @@ Child::Child(const std::vector<std::string>& argv, const std::map<std::string, s
   }
   close(out_pipe[1]);
   out_fd_ = out_pipe[0];
+  reader_ = std::thread([this] { drain(); });
 }
 
 Child::~Child() {
@@ -98,19 +103,33 @@ Child::~Child() {
     kill(pid_, SIGKILL);
     waitpid(pid_, nullptr, 0);
   }
+  stop_reading_ = true;  // a grandchild may still hold the pipe open: do not wait for its end
+  if (reader_.joinable()) reader_.join();
   if (out_fd_ >= 0) close(out_fd_);
 }
 
-std::string Child::read_until(const std::string& needle, int timeout_ms) {
-  auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+void Child::drain() {
   char buf[4096];
-  while (seen_.find(needle) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+  while (!stop_reading_.load()) {
     pollfd p{out_fd_, POLLIN, 0};
     if (poll(&p, 1, 50) <= 0) continue;
     ssize_t n = read(out_fd_, buf, sizeof buf);
-    if (n <= 0) break;
+    if (n < 0 && errno == EINTR) continue;
+    std::lock_guard lock(mu_);
+    if (n <= 0) {
+      eof_ = true;
+      changed_.notify_all();
+      return;
+    }
     seen_.append(buf, static_cast<std::size_t>(n));
+    changed_.notify_all();
   }
+}
+
+std::string Child::read_until(const std::string& needle, int timeout_ms) {
+  std::unique_lock lock(mu_);
+  changed_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
+                    [&] { return eof_ || seen_.find(needle) != std::string::npos; });
   return seen_;
 }
 

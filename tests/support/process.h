@@ -2,16 +2,20 @@
 // that drive the real binaries.
 #pragma once
 
+#include <atomic>
+#include <condition_variable>
 #include <map>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace crucible::testing {
 
 struct ProcessResult {
-  int exit_code = -1;   // -1 when killed by a signal
-  std::string out;      // stdout
-  std::string err;      // stderr
+  int exit_code = -1;  // -1 when killed by a signal
+  std::string out;     // stdout
+  std::string err;     // stderr
 };
 
 // argv[0] is a path; `env` entries are added to (or replace) the inherited environment.
@@ -32,7 +36,9 @@ class Child {
   Child(const Child&) = delete;
   Child& operator=(const Child&) = delete;
 
-  // Reads stdout until `needle` appears or `timeout_ms` passes; returns all read so far.
+  // Waits until `needle` is in its stdout or `timeout_ms` passes; returns all
+  // of stdout so far. A thread drains the pipe all the time, so a chatty
+  // child never blocks on a full pipe while the test is doing something else.
   std::string read_until(const std::string& needle, int timeout_ms);
   void signal(int sig);
   // Waits up to `timeout_ms` for exit; the exit code, or -1 on a signal or timeout.
@@ -40,9 +46,16 @@ class Child {
   int pid() const { return pid_; }
 
  private:
+  void drain();
+
   int pid_ = -1;
   int out_fd_ = -1;
+  std::mutex mu_;
+  std::condition_variable changed_;
   std::string seen_;
+  bool eof_ = false;
+  std::atomic<bool> stop_reading_{false};
+  std::thread reader_;
 };
 
 }  // namespace crucible::testing

@@ -8,8 +8,8 @@
 namespace crucible {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::bin;
+using ::testing::HasSubstr;
 using testing::run_process;
 
 struct ConfigCheck : ::testing::Test {
@@ -42,10 +42,10 @@ TEST_F(ConfigCheck, RejectsWrongTypeNamingKeyFileAndLine) {
 }
 
 TEST_F(ConfigCheck, RejectsOutOfRangeNamingKeyFileAndLine) {
-  auto r = check("# comment\n[protocol]\nvalidator_offset = 0\n");
+  auto r = check("# comment\n[protocol]\naggregate_top = 0\n");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("key 'protocol.validator_offset' in " + dir.path().string() + "/node.toml line 3"));
-  EXPECT_THAT(r.err, HasSubstr("value 0 is out of range [1, 16]"));
+  EXPECT_THAT(r.err, HasSubstr("key 'protocol.aggregate_top' in " + dir.path().string() + "/node.toml line 3"));
+  EXPECT_THAT(r.err, HasSubstr("value 0 is out of range [1, 256]"));
 }
 
 TEST_F(ConfigCheck, RejectsSyntaxErrorsAndMissingFiles) {
@@ -58,21 +58,23 @@ TEST_F(ConfigCheck, RejectsSyntaxErrorsAndMissingFiles) {
 }
 
 TEST_F(ConfigCheck, ShippedExamplesAreValid) {
-  for (const char* name : {"configs/miner.example.toml", "configs/validator.example.toml", "configs/local/network.toml"}) {
+  for (const char* name :
+       {"configs/miner.example.toml", "configs/validator.example.toml", "configs/local/network.toml"}) {
     auto r = run_process({bin("crucible"), "config", "check", std::string(CRUCIBLE_SOURCE_DIR) + "/" + name});
     EXPECT_EQ(r.exit_code, 0) << name << ": " << r.err;
   }
 }
 
 TEST_F(ConfigCheck, ShowReportsPrecedenceFlagsOverEnvironmentOverFile) {
-  std::string path = dir.write("p.toml", "[protocol]\nblocks_per_window = 7\nupload_slot_s = 9.5\nclock_skew_s = 2.0\n");
+  std::string path =
+      dir.write("p.toml", "[protocol]\nblocks_per_window = 7\nupload_slot_s = 9.5\nclock_skew_s = 2.0\n");
   auto r = run_process({bin("crucible"), "config", "show", "--config", path, "--set", "protocol.blocks_per_window=9"},
                        {{"CRUCIBLE_PROTOCOL_BLOCKS_PER_WINDOW", "8"}, {"CRUCIBLE_PROTOCOL_UPLOAD_SLOT_S", "3"}});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("blocks_per_window = 9  # flag --set protocol.blocks_per_window"));
   EXPECT_THAT(r.out, HasSubstr("upload_slot_s = 3.0  # environment variable CRUCIBLE_PROTOCOL_UPLOAD_SLOT_S"));
   EXPECT_THAT(r.out, HasSubstr("clock_skew_s = 2.0  # " + path + " line 4"));
-  EXPECT_THAT(r.out, HasSubstr("validator_offset = 1  # the defaults"));
+  EXPECT_THAT(r.out, HasSubstr("samples_per_window = 64  # the defaults"));
 }
 
 TEST_F(ConfigCheck, ShowRejectsBadEnvironment) {

@@ -78,21 +78,24 @@ class ApiTest : public ::testing::Test {
     storage::StateStore::Batch batch;
     batch.put(storage::Family::kRatings, rating_key(1), bytes_of(to_json(a)));
     batch.put(storage::Family::kRatings, rating_key(2), bytes_of(to_json(b)));
-    batch.put(storage::Family::kWindowScores, window_summary_key(7), bytes_of({{"evaluated", {1}}, {"aggregate", {1}}}));
-    batch.put(storage::Family::kWindowScores, window_uid_key(7, 1), bytes_of({{"uid", 1}, {"valid", true}, {"loss_before_own", 5.0}}));
+    batch.put(storage::Family::kWindowScores, window_summary_key(7),
+              bytes_of({{"evaluated", {1}}, {"aggregate", {1}}}));
+    batch.put(storage::Family::kWindowScores, window_uid_key(7, 1),
+              bytes_of({{"uid", 1}, {"valid", true}, {"loss_before_own", 5.0}}));
     batch.put(storage::Family::kWindowScores, window_uid_key(7, 2),
               bytes_of({{"uid", 2}, {"valid", false}, {"reason", "sample digest mismatch"}}));
     batch.put(storage::Family::kWindowScores, history_key(2, 7),
               bytes_of({{"uid", 2}, {"valid", false}, {"reason", "sample digest mismatch"}}));
     ASSERT_TRUE(db_->commit_window(7, std::move(batch)).is_ok());
     storage::StateStore::Batch w;
-    w.put(storage::Family::kWeightsLog, epoch_key(3), bytes_of({{"status", "confirmed"}, {"tx", "0xabc"}, {"uids", {1}}}));
+    w.put(storage::Family::kWeightsLog, epoch_key(3),
+          bytes_of({{"status", "confirmed"}, {"tx", "0xabc"}, {"uids", {1}}}));
     ASSERT_TRUE(db_->commit(std::move(w)).is_ok());
     ApiOptions o;
     o.port = 0;  // any free port (the binary treats 0 as off; the server itself takes it)
     o.idle_timeout_s = 1.0;
     o.max_connections = 4;
-    auto s = ApiServer::start(o, *db_);
+    auto s = ApiServer::start(o, *db_, ScoringParams{});
     ASSERT_TRUE(s.is_ok()) << s.status();
     server_ = std::move(*s);
   }
@@ -139,8 +142,10 @@ TEST_F(ApiTest, ErrorsAreJsonWithTheRightStatus) {
   EXPECT_THAT(get(p, "/v1/miners/9"), HasSubstr("HTTP/1.1 404"));
   EXPECT_THAT(get(p, "/v1/windows/-1"), HasSubstr("HTTP/1.1 400"));
   EXPECT_THAT(get(p, "/v1/windows/8"), HasSubstr("HTTP/1.1 404"));
-  EXPECT_THAT(http_exchange(p, "POST /v1/scores HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"), HasSubstr("HTTP/1.1 405"));
-  EXPECT_THAT(http_exchange(p, "GET /v1/scores HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"), HasSubstr("HTTP/1.1 413"));
+  EXPECT_THAT(http_exchange(p, "POST /v1/scores HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n"),
+              HasSubstr("HTTP/1.1 405"));
+  EXPECT_THAT(http_exchange(p, "GET /v1/scores HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello"),
+              HasSubstr("HTTP/1.1 413"));
   EXPECT_THAT(http_exchange(p, "NOT HTTP AT ALL\r\n\r\n"), HasSubstr("HTTP/1.1 400"));
   std::string huge = "GET /v1/scores HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(20000, 'a') + "\r\n\r\n";
   EXPECT_THAT(http_exchange(p, huge), HasSubstr("HTTP/1.1 431"));
@@ -159,7 +164,8 @@ TEST_F(ApiTest, SlowClientsAreCutOffAndOthersStillServed) {
   EXPECT_THAT(get(p, "/healthz"), HasSubstr("HTTP/1.1 200"));
   stall.join();
   // Keep-alive: two requests on one connection.
-  std::string two = http_exchange(p, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/weights HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  std::string two = http_exchange(
+      p, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/weights HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(two, HasSubstr("\"ok\""));
   EXPECT_THAT(two, HasSubstr("0xabc"));
 }

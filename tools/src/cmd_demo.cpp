@@ -27,6 +27,7 @@
 #include "crucible/cli/commands.h"
 #include "crucible/cli/node_config.h"
 #include "crucible/cli/scores.h"
+#include "crucible/common/child_process.h"
 
 namespace crucible::cli {
 namespace {
@@ -73,6 +74,7 @@ Result<Proc> spawn(const std::string& name, const std::vector<std::string>& argv
   pid_t pid = fork();
   if (pid < 0) return internal_error("fork failed");
   if (pid == 0) {
+    reset_child_for_exec(SIGTERM);
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       dup2(fd, STDOUT_FILENO);
@@ -181,30 +183,40 @@ int run_demo(const DemoArgs& a) {
     auto c = chain::EvmChain::connect(chain::to_evm_options(chain_opts), keys[i]);
     if (!c.is_ok()) return fail("chain", c.status());
     auto hotkey = chain::substrate::mirror_account(keys[i].address());
-    if (auto sent = (*c)->register_neuron(chain_opts.netuid, hotkey); !sent.is_ok()) return fail("register", sent.status());
+    if (auto sent = (*c)->register_neuron(chain_opts.netuid, hotkey); !sent.is_ok())
+      return fail("register", sent.status());
     uids.push_back(static_cast<std::uint16_t>(i - 1));
   }
   if (Status st = (*local)->set_stake(0, 1'000'000'000'000, true); !st.is_ok()) return fail("stake", st);
 
   // 4. Configs.
   const std::uint16_t api_port = free_port();
-  const std::string network = (run / "network.toml").string();
-  std::ofstream(network) << fmt::format(R"(# The demo network: 1-second blocks, short windows.
+  // The network's constants come from configs/local/network.toml; this
+  // run adds only what it alone knows: the chain's URL and the window length.
+  const std::string network = (source / "configs/local/network.toml").string();
+  const std::string this_run = (run / "chain.toml").string();
+  std::ofstream(this_run) << fmt::format(R"(# This demo run: its chain and window length; text logs to read.
 [log]
 format = "text"
 [protocol]
 blocks_per_window = {}
-upload_slot_s = 5.0
-clock_skew_s = 1.0
-samples_per_window = 16
 [chain]
 rpc_url = "{}"
 )",
-                                        a.blocks_per_window, chain_opts.rpc_url);
+                                         a.blocks_per_window, chain_opts.rpc_url);
   std::vector<Proc> procs;
   auto node = [&](const std::string& binary, const std::string& name, const std::string& toml, std::size_t key) {
-    std::vector<std::string> argv{(bin / binary).string(), "--config", network, "--config", model_file.string(),
-                                  "--config", toml, "--key", key_file(key)};
+    std::vector<std::string> argv{(bin / binary).string(),
+                                  "--config",
+                                  network,
+                                  "--config",
+                                  model_file.string(),
+                                  "--config",
+                                  this_run,
+                                  "--config",
+                                  toml,
+                                  "--key",
+                                  key_file(key)};
     auto p = spawn(name, argv, run / "logs" / (name + ".log"));
     if (p.is_ok()) procs.push_back(*p);
     return p.status();
@@ -304,7 +316,8 @@ progress = "off"
 
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<DemoArgs>();
-  CLI::App* cmd = app.add_subcommand("demo", "Run the local network demo: chain, miners and a validator on this machine");
+  CLI::App* cmd =
+      app.add_subcommand("demo", "Run the local network demo: chain, miners and a validator on this machine");
   cmd->add_option("--dir", args->dir, "Working folder (default: $TMPDIR/crucible-demo)");
   cmd->add_option("--miners", args->miners, "Miners to run")->capture_default_str()->check(CLI::Range(1, 8));
   cmd->add_option("--windows", args->windows, "Windows to run")->capture_default_str()->check(CLI::Range(1, 1000));

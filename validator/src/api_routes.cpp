@@ -60,15 +60,15 @@ ScoresCache& scores_cache() {
   return c;
 }
 
-ApiResponse scores_uncached(storage::StateStore& db);
+ApiResponse scores_uncached(storage::StateStore& db, const ScoringParams& p);
 
-ApiResponse scores(storage::StateStore& db) {
+ApiResponse scores(storage::StateStore& db, const ScoringParams& p) {
   auto last = db.last_committed_window();
   if (!last.is_ok()) return error(500, last.status().to_string());
   ScoresCache& c = scores_cache();
   std::lock_guard lock(c.mu);
   if (!c.valid || c.window != *last || c.db != &db) {
-    c.response = scores_uncached(db);
+    c.response = scores_uncached(db, p);
     c.db = &db;
     c.window = *last;
     c.valid = c.response.status == 200;
@@ -76,10 +76,10 @@ ApiResponse scores(storage::StateStore& db) {
   return c.response;
 }
 
-ApiResponse scores_uncached(storage::StateStore& db) {
+ApiResponse scores_uncached(storage::StateStore& db, const ScoringParams& p) {
   auto s = all_scores(db);
   if (!s.is_ok()) return error(500, s.status().to_string());
-  auto w = weights(*s, ScoringParams{});
+  auto w = weights(*s, p);
   json list = json::array();
   for (const auto& [uid, score] : *s) list.push_back(score_json(uid, score, w[uid]));
   auto last = db.last_committed_window();
@@ -88,13 +88,13 @@ ApiResponse scores_uncached(storage::StateStore& db) {
   return reply(200, body);
 }
 
-ApiResponse miner(storage::StateStore& db, std::string_view arg) {
+ApiResponse miner(storage::StateStore& db, const ScoringParams& p, std::string_view arg) {
   auto uid = parse_int<std::uint16_t>(arg);
   if (!uid) return error(400, "uid must be an integer in 0..65535");
   auto s = all_scores(db);
   if (!s.is_ok()) return error(500, s.status().to_string());
   if (!s->count(*uid)) return error(404, "no such uid");
-  auto w = weights(*s, ScoringParams{});
+  auto w = weights(*s, p);
   json history = json::array();
   const std::string prefix = history_prefix(*uid);
   auto rows = db.scan(storage::Family::kWindowScores, prefix);
@@ -122,7 +122,9 @@ ApiResponse window(storage::StateStore& db, std::string_view arg) {
     if (k.ends_with("summary")) {
       body["summary"] = r;
     } else {
-      if (r.contains("reason")) rejections.push_back({{"uid", r["uid"]}, {"reason", r["reason"]}});
+      if (r.contains("reason")) {
+        rejections.push_back({{"uid", r["uid"]}, {"reason", r["reason"]}, {"detail", r.value("detail", "")}});
+      }
       uids.push_back(std::move(r));
     }
   }
@@ -140,13 +142,13 @@ ApiResponse weights_route(storage::StateStore& db) {
 
 }  // namespace
 
-ApiResponse handle_get(storage::StateStore& db, std::string_view target) {
+ApiResponse handle_get(storage::StateStore& db, const ScoringParams& scoring, std::string_view target) {
   std::string_view path = target.substr(0, target.find('?'));
   if (path == "/healthz") return reply(200, {{"status", "ok"}});
   if (path == "/metrics") return {200, "text/plain; version=0.0.4", metrics::global().render()};
-  if (path == "/v1/scores") return scores(db);
+  if (path == "/v1/scores") return scores(db, scoring);
   if (path == "/v1/weights") return weights_route(db);
-  if (path.starts_with("/v1/miners/")) return miner(db, path.substr(11));
+  if (path.starts_with("/v1/miners/")) return miner(db, scoring, path.substr(11));
   if (path.starts_with("/v1/windows/")) return window(db, path.substr(12));
   return error(404, "unknown path");
 }

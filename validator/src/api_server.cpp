@@ -19,6 +19,7 @@ namespace {
 struct Shared {
   ApiOptions options;
   storage::StateStore* db = nullptr;
+  ScoringParams scoring;
   std::atomic<std::uint32_t> connections{0};
 };
 
@@ -39,9 +40,8 @@ class Session : public std::enable_shared_from_this<Session> {
     parser_->body_limit(0);
     stream_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
         std::chrono::duration<double>(shared_.options.idle_timeout_s)));
-    http::async_read(stream_, buffer_, *parser_, [self = shared_from_this()](beast::error_code ec, std::size_t) {
-      self->on_read(ec);
-    });
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
 
   void on_read(beast::error_code ec) {
@@ -52,7 +52,8 @@ class Session : public std::enable_shared_from_this<Session> {
     const auto& req = parser_->get();
     if (over_limit_) return send(503, "{\"error\":\"too many connections\"}\n", false);
     if (req.method() != http::verb::get) return send(405, "{\"error\":\"only GET\"}\n", false);
-    ApiResponse r = handle_get(*shared_.db, std::string_view(req.target().data(), req.target().size()));
+    ApiResponse r =
+        handle_get(*shared_.db, shared_.scoring, std::string_view(req.target().data(), req.target().size()));
     send(r.status, std::move(r.body), req.keep_alive(), r.content_type);
   }
 
@@ -110,9 +111,11 @@ ApiServer::~ApiServer() {
 }
 std::uint16_t ApiServer::port() const { return impl_->acceptor.local_endpoint().port(); }
 
-Result<std::unique_ptr<ApiServer>> ApiServer::start(const ApiOptions& options, storage::StateStore& state) {
+Result<std::unique_ptr<ApiServer>> ApiServer::start(const ApiOptions& options, storage::StateStore& state,
+                                                    const ScoringParams& scoring) {
   std::unique_ptr<ApiServer> s(new ApiServer());
   s->impl_->shared.options = options;
+  s->impl_->shared.scoring = scoring;
   s->impl_->shared.db = &state;
   beast::error_code ec;
   auto address = asio::ip::make_address(options.bind, ec);

@@ -20,6 +20,10 @@ int binary_indicator(const Evaluation& e) {
   return own > rand ? 1 : -1;
 }
 
+OpenSkillParams openskill_params(const ScoringParams& p) {
+  return {p.openskill_beta, p.openskill_tau, p.openskill_kappa};
+}
+
 double sync_score(double x, const ScoringParams& p) {
   if (!std::isfinite(x) || x < 0) x = p.sync_max_steps;
   return std::pow(std::max(0.0, 1.0 - std::min(x, p.sync_max_steps) / p.sync_max_steps), p.sync_power);
@@ -43,7 +47,7 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
       teams.push_back({scores[ranked[i]->uid].rating});
       ranks.push_back(ranked[i]->valid ? static_cast<int>(i) + 1 : last_rank);
     }
-    auto rated = rate(teams, ranks, p.openskill);
+    auto rated = rate(teams, ranks, openskill_params(p));
     for (std::size_t i = 0; i < ranked.size(); ++i) scores[ranked[i]->uid].rating = rated[i][0];
   }
   for (const auto& e : in.evaluations) {
@@ -81,7 +85,8 @@ std::map<std::uint16_t, double> weights(const std::map<std::uint16_t, MinerScore
   return w;
 }
 
-std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> quantize_weights(const std::map<std::uint16_t, double>& w) {
+std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> quantize_weights(
+    const std::map<std::uint16_t, double>& w) {
   double top = 0;
   for (const auto& [uid, v] : w) top = std::max(top, v);
   std::vector<std::uint16_t> uids, values;

@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include "crucible/cli/node_config.h"
+#include "crucible/cli/node_io.h"
 #include "crucible/common/log.h"
 #include "crucible/validator/api_server.h"
 #include "crucible/validator/node.h"
@@ -26,14 +27,23 @@ int main(int argc, char** argv) {
 
     validator::ValidatorNodeOptions options{config.protocol, config.chain,     config.storage,
                                             config.model,    config.validator, config.api};
-    auto node = validator::ValidatorNode::create(options, *key);
+    // Every call on a peer's store ends within validator.fetch_deadline_s.
+    storage::RetryPolicy peer_policy = config.storage.retry_policy();
+    peer_policy.deadline =
+        std::chrono::milliseconds(static_cast<std::int64_t>(config.validator.fetch_deadline_s * 1000));
+    auto io = cli::make_node_io(config, *key, peer_policy);
+    if (!io.is_ok()) {
+      log::error("the validator cannot start", {{"error", io.status().to_string()}});
+      return io.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;
+    }
+    auto node = validator::ValidatorNode::create(options, *key, std::move(*io));
     if (!node.is_ok()) {
       log::error("the validator cannot start", {{"error", node.status().to_string()}});
       return node.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;
     }
     std::unique_ptr<validator::ApiServer> api;
     if (config.api.port != 0) {
-      auto s = validator::ApiServer::start(config.api, (*node)->state());
+      auto s = validator::ApiServer::start(config.api, (*node)->state(), config.protocol.scoring);
       if (!s.is_ok()) {
         log::error("score API", {{"error", s.status().to_string()}});
         return cli::kExitFailure;

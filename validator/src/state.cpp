@@ -4,6 +4,8 @@
 
 namespace crucible::validator {
 
+using nlohmann::json;
+
 std::string rating_key(std::uint16_t uid) { return fmt::format("uid/{:05}", uid); }
 std::string window_prefix(std::uint64_t window) { return fmt::format("w/{:012}/", window); }
 std::string window_summary_key(std::uint64_t window) { return window_prefix(window) + "summary"; }
@@ -16,7 +18,7 @@ std::string history_key(std::uint16_t uid, std::uint64_t window) {
 }
 std::string epoch_key(std::uint64_t epoch) { return fmt::format("epoch/{:012}", epoch); }
 
-nlohmann::json to_json(const MinerScore& s) {
+json to_json(const MinerScore& s) {
   return {{"mu", s.rating.mu},
           {"sigma", s.rating.sigma},
           {"ordinal", s.rating.ordinal()},
@@ -24,13 +26,13 @@ nlohmann::json to_json(const MinerScore& s) {
           {"sync", s.sync},
           {"penalty", s.penalty},
           {"zeroed", s.zeroed},
-          {"last_evaluated", s.last_evaluated ? nlohmann::json(*s.last_evaluated) : nlohmann::json(nullptr)},
+          {"last_evaluated", s.last_evaluated ? json(*s.last_evaluated) : json(nullptr)},
           {"waiting", s.waiting},
           {"last_gradient_score", s.last_gradient_score},
           {"final", s.final_score}};
 }
 
-MinerScore score_from_json(const nlohmann::json& j) {
+MinerScore score_from_json(const json& j) {
   MinerScore s;
   s.rating.mu = j.value("mu", s.rating.mu);
   s.rating.sigma = j.value("sigma", s.rating.sigma);
@@ -45,6 +47,209 @@ MinerScore score_from_json(const nlohmann::json& j) {
   s.last_gradient_score = j.value("last_gradient_score", 0.0);
   s.final_score = j.value("final", 0.0);
   return s;
+}
+
+namespace {
+
+// Typed field access for records this node wrote: a missing field or one
+// of another type is data_loss naming it (never an exception).
+class Reader {
+ public:
+  Reader(const json& j, std::string_view what) : j_(j), what_(what) {}
+  bool ok() const { return error_.empty(); }
+  Status status() const { return data_loss("{}: {}", what_, error_); }
+  bool has(const char* k) const { return j_.is_object() && j_.contains(k) && !j_[k].is_null(); }
+
+  template <typename T>
+  T get(const char* k) {
+    if (!ok()) return T{};
+    if (!has(k)) return fail<T>(k, "missing");
+    try {
+      return j_[k].get<T>();
+    } catch (const json::exception&) {
+      return fail<T>(k, "of the wrong type");
+    }
+  }
+  template <typename T>
+  std::optional<T> opt(const char* k) {
+    if (!has(k)) return std::nullopt;
+    return get<T>(k);
+  }
+
+ private:
+  template <typename T>
+  T fail(const char* k, const char* why) {
+    error_ = fmt::format("field '{}' is {}", k, why);
+    return T{};
+  }
+  const json& j_;
+  std::string_view what_;
+  std::string error_;
+};
+
+template <typename T>
+json opt_json(const std::optional<T>& v) {
+  return v ? json(*v) : json(nullptr);
+}
+
+json commit_json(const chain::WeightsCommit& c) {
+  return {{"netuid", c.netuid},           {"uids", c.uids},        {"values", c.values}, {"salt", c.salt},
+          {"version_key", c.version_key}, {"hash", to_hex(c.hash)}};
+}
+
+Result<chain::WeightsCommit> commit_from_json(const json& j) {
+  Reader r(j, "weights commit");
+  chain::WeightsCommit c;
+  c.netuid = r.get<std::uint16_t>("netuid");
+  c.uids = r.get<std::vector<std::uint16_t>>("uids");
+  c.values = r.get<std::vector<std::uint16_t>>("values");
+  c.salt = r.get<std::vector<std::uint16_t>>("salt");
+  c.version_key = r.get<std::uint64_t>("version_key");
+  auto hash = r.get<std::string>("hash");
+  if (!r.ok()) return r.status();
+  CRUCIBLE_ASSIGN_OR_RETURN(c.hash, from_hex_fixed<32>(hash));
+  return c;
+}
+
+}  // namespace
+
+json to_json(const UidResult& r) {
+  json j = {{"uid", r.uid}, {"valid", r.valid}, {"uploaded", r.uploaded}, {"final", r.final_score}};
+  if (r.rejection) {
+    j["reason"] = protocol::name(*r.rejection);
+    j["detail"] = r.detail;
+  }
+  if (r.last_modified_ms) j["last_modified_ms"] = *r.last_modified_ms;
+  if (r.eval) {
+    const EvalResult& e = *r.eval;
+    j["loss_before_own"] = e.loss_before_own;
+    j["loss_after_own"] = e.loss_after_own;
+    j["loss_before_rand"] = e.loss_before_rand;
+    j["loss_after_rand"] = e.loss_after_rand;
+    j["gradient_score"] = e.gradient_score;
+    j["binary"] = e.binary;
+    j["steps_behind"] = e.steps_behind;
+  }
+  return j;
+}
+
+Result<UidResult> uid_result_from_json(const json& j) {
+  Reader rd(j, "window result");
+  UidResult r;
+  r.uid = rd.get<std::uint16_t>("uid");
+  r.valid = rd.get<bool>("valid");
+  r.uploaded = rd.get<bool>("uploaded");
+  r.final_score = rd.get<double>("final");
+  if (auto reason = rd.opt<std::string>("reason")) {
+    r.rejection = protocol::rejection_from_name(*reason);
+    if (!r.rejection) return data_loss("window result: unknown reason '{}'", *reason);
+    r.detail = rd.opt<std::string>("detail").value_or("");
+  }
+  r.last_modified_ms = rd.opt<std::int64_t>("last_modified_ms");
+  if (rd.has("gradient_score")) {
+    EvalResult e;
+    e.loss_before_own = rd.get<double>("loss_before_own");
+    e.loss_after_own = rd.get<double>("loss_after_own");
+    e.loss_before_rand = rd.get<double>("loss_before_rand");
+    e.loss_after_rand = rd.get<double>("loss_after_rand");
+    e.gradient_score = rd.get<double>("gradient_score");
+    e.binary = rd.get<int>("binary");
+    e.steps_behind = rd.get<double>("steps_behind");
+    r.eval = e;
+  }
+  if (!rd.ok()) return rd.status();
+  return r;
+}
+
+json to_json(const WindowSummary& s) {
+  json j = {{"window", s.window},
+            {"lead", s.lead},
+            {"evaluated", s.evaluated},
+            {"random_uid", s.random_uid},
+            {"loss_before_rand", s.loss_before_rand},
+            {"median_norm", s.median_norm}};
+  if (s.aggregate) {
+    j["aggregate"] = *s.aggregate;
+    j["aggregate_prev"] = opt_json(s.aggregate_prev);
+  }
+  return j;
+}
+
+Result<WindowSummary> window_summary_from_json(const json& j) {
+  Reader r(j, "window summary");
+  WindowSummary s;
+  s.window = r.get<std::uint64_t>("window");
+  s.lead = r.get<bool>("lead");
+  s.evaluated = r.get<std::vector<std::uint16_t>>("evaluated");
+  s.random_uid = r.get<std::uint16_t>("random_uid");
+  s.loss_before_rand = r.get<double>("loss_before_rand");
+  s.median_norm = r.get<double>("median_norm");
+  s.aggregate = r.opt<std::vector<std::uint16_t>>("aggregate");
+  s.aggregate_prev = r.opt<std::uint64_t>("aggregate_prev");
+  if (!r.ok()) return r.status();
+  return s;
+}
+
+std::string_view name(WeightsPhase p) noexcept {
+  switch (p) {
+    case WeightsPhase::kPending:
+      return "pending";
+    case WeightsPhase::kCommitting:
+      return "committing";
+    case WeightsPhase::kCommitted:
+      return "committed";
+    case WeightsPhase::kConfirmed:
+      return "confirmed";
+    case WeightsPhase::kFailed:
+      return "failed";
+  }
+  return "unknown";
+}
+
+json to_json(const WeightsLogEntry& e) {
+  json j = {
+      {"epoch", e.epoch}, {"window", e.window}, {"uids", e.uids}, {"values", e.values}, {"status", name(e.phase)}};
+  if (e.block_before) j["block_before"] = *e.block_before;
+  if (e.commit) j["commit"] = commit_json(*e.commit);
+  if (e.commit_tx) j["commit_tx"] = *e.commit_tx;
+  if (e.tx) j["tx"] = *e.tx;
+  if (e.block) j["block"] = *e.block;
+  if (e.error) j["error"] = *e.error;
+  if (e.confirmed_after_restart) j["confirmed_after_restart"] = true;
+  return j;
+}
+
+Result<WeightsLogEntry> weights_entry_from_json(const json& j) {
+  Reader r(j, "weights log entry");
+  WeightsLogEntry e;
+  e.epoch = r.get<std::uint64_t>("epoch");
+  e.window = r.get<std::uint64_t>("window");
+  e.uids = r.get<std::vector<std::uint16_t>>("uids");
+  e.values = r.get<std::vector<std::uint16_t>>("values");
+  const auto status = r.get<std::string>("status");
+  e.block_before = r.opt<std::uint64_t>("block_before");
+  e.commit_tx = r.opt<std::string>("commit_tx");
+  e.tx = r.opt<std::string>("tx");
+  e.block = r.opt<std::uint64_t>("block");
+  e.error = r.opt<std::string>("error");
+  e.confirmed_after_restart = r.opt<bool>("confirmed_after_restart").value_or(false);
+  if (!r.ok()) return r.status();
+  bool known = false;
+  for (auto p : {WeightsPhase::kPending, WeightsPhase::kCommitting, WeightsPhase::kCommitted, WeightsPhase::kConfirmed,
+                 WeightsPhase::kFailed}) {
+    if (name(p) == status) {
+      e.phase = p;
+      known = true;
+    }
+  }
+  if (!known) return data_loss("weights log entry: unknown status '{}'", status);
+  if (r.has("commit")) {
+    CRUCIBLE_ASSIGN_OR_RETURN(e.commit, commit_from_json(j["commit"]));
+  }
+  if ((e.phase == WeightsPhase::kCommitting || e.phase == WeightsPhase::kCommitted) && !e.commit) {
+    return data_loss("weights log entry: status '{}' without its commit", status);
+  }
+  return e;
 }
 
 }  // namespace crucible::validator

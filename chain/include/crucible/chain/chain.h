@@ -26,7 +26,7 @@ struct Neuron {
 
 struct Metagraph {
   std::uint16_t netuid = 0;
-  std::uint64_t block = 0;  // read at this height (or later)
+  std::uint64_t block = 0;      // read at this height (or later)
   std::vector<Neuron> neurons;  // index = uid
 };
 
@@ -46,10 +46,6 @@ struct WeightsCommit {
   Hash32 hash{};
 };
 
-inline std::uint64_t window_of(std::uint64_t block, std::uint32_t blocks_per_window) {
-  return block / blocks_per_window;
-}
-
 class Chain {
  public:
   virtual ~Chain() = default;
@@ -57,8 +53,11 @@ class Chain {
   virtual Result<std::uint64_t> chain_id() = 0;
   virtual Result<std::uint64_t> block_number() = 0;
   virtual Result<BlockHeader> block(std::uint64_t number) = 0;
-  // The current window: block_number() / blocks_per_window.
-  Result<std::uint64_t> window(std::uint32_t blocks_per_window);
+
+  // The hotkey (metagraph identity) of an EVM key: on Bittensor, the
+  // Substrate mirror account of the address (chain.md). Node logic never
+  // computes it itself.
+  virtual Hash32 hotkey_of(const Address& address) const;
 
   virtual Result<Metagraph> metagraph(std::uint16_t netuid) = 0;
   virtual Result<SubnetParams> subnet_params(std::uint16_t netuid) = 0;

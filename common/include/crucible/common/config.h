@@ -27,9 +27,11 @@
 
 namespace crucible::config {
 
-using Value = std::variant<bool, std::int64_t, double, std::string, std::vector<std::string>>;
+using Value = std::variant<bool, std::int64_t, std::uint64_t, double, std::string, std::vector<std::string>>;
 
-enum class ValueType : std::uint8_t { kBool, kInt, kDouble, kString, kStringList };
+// kUint: unsigned 64-bit keys. TOML integers are signed, so values above
+// 2^63 - 1 are written as a decimal string ("18446744073709551615").
+enum class ValueType : std::uint8_t { kBool, kInt, kUint, kDouble, kString, kStringList };
 std::string_view value_type_name(ValueType type) noexcept;  // "an integer", "a string", ...
 
 // Where a value came from, for messages and `config show`.
@@ -43,7 +45,7 @@ struct Field {
   std::string key;
   ValueType type = ValueType::kString;
   std::string help;
-  bool secret = false;  // never printed by `config show`
+  bool secret = false;                         // never printed by `config show`
   std::function<Status(const Value&)> assign;  // range/choice checks inside
   std::function<std::string()> render;         // current value as TOML text
 };
@@ -63,26 +65,29 @@ class Schema {
                   std::int64_t min = static_cast<std::int64_t>(std::numeric_limits<Int>::min()),
                   std::int64_t max = static_cast<std::int64_t>(std::numeric_limits<Int>::max())) {
     static_assert(std::is_integral_v<Int> && !std::is_same_v<Int, bool>);
-    return add_int_field(std::move(key), std::move(help), min, max,
-                         [target](std::int64_t v) { *target = static_cast<Int>(v); },
-                         [target] { return static_cast<std::int64_t>(*target); });
+    if constexpr (std::is_same_v<Int, std::uint64_t>) {
+      return add_uint_field(
+          std::move(key), std::move(help), static_cast<std::uint64_t>(min),
+          max < 0 ? std::numeric_limits<std::uint64_t>::max() : static_cast<std::uint64_t>(max),
+          [target](std::uint64_t v) { *target = v; }, [target] { return *target; });
+    }
+    return add_int_field(
+        std::move(key), std::move(help), min, max, [target](std::int64_t v) { *target = static_cast<Int>(v); },
+        [target] { return static_cast<std::int64_t>(*target); });
   }
 
   // Finite doubles within [min, max].
   Schema& add_double(std::string key, double* target, std::string help,
-                     double min = -std::numeric_limits<double>::max(),
-                     double max = std::numeric_limits<double>::max());
+                     double min = -std::numeric_limits<double>::max(), double max = std::numeric_limits<double>::max());
 
   // Strings; a non-empty `choices` restricts the value to one of them.
-  Schema& add_string(std::string key, std::string* target, std::string help,
-                     std::vector<std::string> choices = {});
+  Schema& add_string(std::string key, std::string* target, std::string help, std::vector<std::string> choices = {});
   Schema& add_secret(std::string key, std::string* target, std::string help);
   Schema& add_string_list(std::string key, std::vector<std::string>* target, std::string help);
 
   // An enum spelled as one of the given names in the file.
   template <typename Enum>
-  Schema& add_enum(std::string key, Enum* target, std::string help,
-                   std::vector<std::pair<std::string, Enum>> names) {
+  Schema& add_enum(std::string key, Enum* target, std::string help, std::vector<std::pair<std::string, Enum>> names) {
     auto shared = std::make_shared<std::vector<std::pair<std::string, Enum>>>(std::move(names));
     std::vector<std::string> choices;
     for (const auto& [name, value] : *shared) choices.push_back(name);
@@ -113,9 +118,10 @@ class Schema {
   Schema& add_field(Field field);
   Schema& add_int_field(std::string key, std::string help, std::int64_t min, std::int64_t max,
                         std::function<void(std::int64_t)> set, std::function<std::int64_t()> get);
+  Schema& add_uint_field(std::string key, std::string help, std::uint64_t min, std::uint64_t max,
+                         std::function<void(std::uint64_t)> set, std::function<std::uint64_t()> get);
   Schema& add_choice_field(std::string key, std::string help, std::vector<std::string> choices,
-                           std::function<void(const std::string&)> set,
-                           std::function<std::string()> get);
+                           std::function<void(const std::string&)> set, std::function<std::string()> get);
 
   std::vector<Field> fields_;
 };

@@ -22,6 +22,10 @@ enum class Counter : std::uint16_t {
   kTokensTrained,      // crucible_miner_tokens_total
   kUploads,            // crucible_miner_uploads_total{result}
   kAggregatesApplied,  // crucible_aggregates_applied_total{role}
+  kUploadsValid,       // crucible_uploads_valid_total (validator: uploads that passed every check)
+  kUploadsRejected,    // crucible_uploads_rejected_total{reason} (validator; reason: protocol::Rejection names)
+  kEvaluations,        // crucible_evaluations_total (validator: updates evaluated)
+  kWeightPosts,        // crucible_weight_posts_total{result} (validator: confirmed, committed, revealed, failed)
   kCount_,
 };
 

@@ -1,12 +1,13 @@
 // Waiting and retrying in a node's loop: sleeps that notice a stop request
-// within a quarter second, and retries of transient failures (unavailable,
-// deadline_exceeded) with doubling backoff, logged, until success, a
-// permanent error or a stop.
+// within a quarter second, and retries of transient failures
+// (Status::is_transient) with jittered, doubling backoff, logged, until
+// success, a permanent error, the deadline or a stop.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <random>
 #include <string_view>
 #include <thread>
 
@@ -30,16 +31,34 @@ inline double unix_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
+struct RetryOptions {
+  std::chrono::milliseconds deadline{60'000};  // all attempts of one call together
+  std::chrono::milliseconds initial{250};
+  std::chrono::milliseconds max_delay{10'000};
+  double jitter = 0.25;  // each delay is scaled by a factor drawn in [1 - jitter, 1 + jitter]
+};
+
+// Retries f() while it fails with a transient error, until the deadline.
 template <typename F>
-auto retry_transient(std::string_view what, const std::atomic<bool>& stop, F&& f) -> decltype(f()) {
-  auto delay = std::chrono::milliseconds(250);
-  for (;;) {
+auto retry_transient(std::string_view what, const std::atomic<bool>& stop, F&& f, const RetryOptions& o = {})
+    -> decltype(f()) {
+  using SteadyClock = std::chrono::steady_clock;
+  const auto deadline = SteadyClock::now() + o.deadline;
+  thread_local std::minstd_rand rng{std::random_device{}()};
+  std::uniform_real_distribution<double> spread(1.0 - o.jitter, 1.0 + o.jitter);
+  auto delay = o.initial;
+  for (int attempt = 1;; ++attempt) {
     auto r = f();
-    if (r.is_ok() || stop.load()) return r;
-    if (r.status().code() != StatusCode::kUnavailable && r.status().code() != StatusCode::kDeadlineExceeded) return r;
-    log::warn("retrying", {{"what", what}, {"error", r.status().to_string()}});
-    if (!sleep_unless_stopped(delay, stop)) return r;
-    delay = std::min<std::chrono::milliseconds>(delay * 2, std::chrono::milliseconds(10'000));
+    if (r.is_ok() || stop.load() || !r.status().is_transient()) return r;
+    const auto wait =
+        std::chrono::milliseconds(static_cast<std::int64_t>(static_cast<double>(delay.count()) * spread(rng)));
+    if (SteadyClock::now() + wait > deadline) {
+      log::warn("giving up after retries", {{"what", what}, {"attempts", attempt}, {"error", r.status().to_string()}});
+      return r;
+    }
+    log::warn("retrying", {{"what", what}, {"attempt", attempt}, {"error", r.status().to_string()}});
+    if (!sleep_unless_stopped(wait, stop)) return r;
+    delay = std::min(delay * 2, o.max_delay);
   }
 }
 

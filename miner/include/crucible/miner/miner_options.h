@@ -10,24 +10,27 @@
 namespace crucible::miner {
 
 struct MinerOptions {
-  std::string data_dir = "data/brown";           // token shards (crucible data prepare)
+  std::string data_dir = "data/brown";                // token shards (crucible data prepare)
   std::string state_dir = "/var/lib/crucible/miner";  // model, error feedback, optimizer state
-  std::uint32_t inner_steps = 30;   // H: AdamW steps per window
-  std::uint32_t micro_batch = 8;    // samples per inner step
-  double lr = 4e-4;                 // peak inner learning rate
-  std::uint32_t warmup_steps = 100; // linear warmup, counted in inner steps across windows
-  std::uint64_t decay_steps = 100'000;  // cosine decay to min_lr_ratio * lr
+  std::uint32_t inner_steps = 30;                     // H: AdamW steps per window
+  std::uint32_t micro_batch = 8;                      // samples per inner step
+  double lr = 4e-4;                                   // peak inner learning rate
+  std::uint32_t warmup_steps = 100;                   // linear warmup, counted in inner steps across windows
+  std::uint64_t decay_steps = 100'000;                // cosine decay to min_lr_ratio * lr
   double min_lr_ratio = 0.1;
   double weight_decay = 0.1;
+  double adam_beta1 = 0.9;   // AdamW first-moment decay (protocol.md §3)
+  double adam_beta2 = 0.95;  // AdamW second-moment decay
+  double adam_eps = 1e-8;    // AdamW denominator floor
   double grad_clip = 1.0;
-  double ef_beta = 0.95;            // error feedback decay
-  std::string device = "cpu";       // "cpu" or "cuda"
-  int threads = 0;                  // torch and codec threads; 0 = all cores
-  double aggregate_wait_s = 30.0;   // how long to wait for a window's aggregate before training on
-  std::uint16_t metrics_port = 0;   // Prometheus /metrics on 127.0.0.1; 0 = off
+  double ef_beta = 0.95;           // error feedback decay
+  std::string device = "cpu";      // "cpu" or "cuda"
+  int threads = 0;                 // torch and codec threads; 0 = all cores
+  double aggregate_wait_s = 30.0;  // how long to wait for a window's aggregate before training on
+  std::uint16_t metrics_port = 0;  // Prometheus /metrics on 127.0.0.1; 0 = off
   std::string metrics_bind = "127.0.0.1";
-  std::string progress = "auto";    // progress line: auto (on a terminal), on, off
-  std::uint32_t max_windows = 0;    // stop after this many windows (0 = run until stopped)
+  std::string progress = "auto";  // progress line: auto (on a terminal), on, off
+  std::uint32_t max_windows = 0;  // stop after this many windows (0 = run until stopped)
 };
 
 void bind_options(config::Schema& schema, MinerOptions& options);

@@ -8,22 +8,26 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <vector>
 
 #include "crucible/chain/keccak.h"
-#include "crucible/miner/aggregation.h"
+#include "crucible/common/status.h"
+#include "crucible/common/tensor_spec.h"
 
 namespace crucible::miner {
 
+using model::TensorSpec;
+
 struct MinerState {
-  std::optional<std::uint64_t> trained_window;  // last window whose gradient was made
+  std::optional<std::uint64_t> trained_window;   // last window whose gradient was made
   std::optional<std::uint64_t> uploaded_window;  // last window whose gradient was uploaded
-  std::optional<std::uint64_t> applied_window;  // last window whose aggregate is in the model
-  std::uint64_t global_step = 0;                // aggregates applied
-  std::uint64_t inner_steps = 0;                // AdamW steps taken (for the schedule)
-  chain::Hash32 basis{};                        // Keccak-256 of the last applied aggregate set
-  std::vector<std::vector<float>> ef;           // error feedback, per tensor
+  std::optional<std::uint64_t> applied_window;   // last window whose aggregate is in the model
+  std::uint64_t global_step = 0;                 // aggregates applied
+  std::uint64_t inner_steps = 0;                 // AdamW steps taken (for the schedule)
+  chain::Hash32 basis{};                         // Keccak-256 of the last applied aggregate set
+  std::vector<std::vector<float>> ef;            // error feedback, per tensor
 };
 
 class StateDir {

@@ -16,14 +16,15 @@
 #include "crucible/chain/chain_options.h"
 #include "crucible/chain/keys.h"
 #include "crucible/common/model_config.h"
-#include "crucible/common/protocol_options.h"
 #include "crucible/miner/miner_options.h"
+#include "crucible/protocol/node_io.h"
+#include "crucible/protocol/options.h"
 #include "crucible/storage/storage_options.h"
 
 namespace crucible::miner {
 
 struct MinerNodeOptions {
-  ProtocolOptions protocol;
+  protocol::Options protocol;
   chain::ChainOptions chain;
   storage::StorageOptions storage;
   model::ModelConfig model;
@@ -32,16 +33,22 @@ struct MinerNodeOptions {
 
 class MinerNode {
  public:
-  // Connects, opens the data and state, finds the key's uid and publishes
-  // the store location if the chain does not have it yet.
-  static Result<std::unique_ptr<MinerNode>> create(const MinerNodeOptions& options, const chain::PrivateKey& key);
+  // Opens the data and state, finds the key's uid on `io.chain` and
+  // publishes the store location if the chain does not have it yet.
+  static Result<std::unique_ptr<MinerNode>> create(const MinerNodeOptions& options, const chain::PrivateKey& key,
+                                                   protocol::NodeIo io);
   ~MinerNode();
+  std::uint16_t uid() const;
   // Until *stop, max_windows, or a fatal error (bad state, bad data).
   Status run(const std::atomic<bool>& stop);
 
  private:
   MinerNode();
-  struct Impl;
+
+ public:
+  struct Impl;  // the steps' files share it (miner/src/node_impl.h)
+
+ private:
   std::unique_ptr<Impl> impl_;
 };
 

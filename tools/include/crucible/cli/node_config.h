@@ -14,10 +14,10 @@
 #include "crucible/common/config.h"
 #include "crucible/common/log.h"
 #include "crucible/common/model_config.h"
-#include "crucible/common/protocol_options.h"
 #include "crucible/miner/miner_options.h"
-#include "crucible/validator/validator_options.h"
+#include "crucible/protocol/options.h"
 #include "crucible/storage/storage_options.h"
+#include "crucible/validator/validator_options.h"
 
 namespace crucible::cli {
 
@@ -26,7 +26,7 @@ std::string_view role_name(Role role) noexcept;
 
 struct NodeConfig {
   log::LogOptions log;
-  ProtocolOptions protocol;
+  protocol::Options protocol;
   chain::ChainOptions chain;
   storage::StorageOptions storage;
   model::ModelConfig model;  // miners and validators

@@ -14,13 +14,17 @@
 
 #include "crucible/common/status.h"
 #include "crucible/storage/state_store.h"
+#include "crucible/validator/gauntlet.h"
 #include "crucible/validator/validator_options.h"
 
 namespace crucible::validator {
 
 class ApiServer {
  public:
-  static Result<std::unique_ptr<ApiServer>> start(const ApiOptions& options, storage::StateStore& state);
+  // `scoring`: the node's [protocol] scoring parameters (weights are derived
+  // from the stored scores with them).
+  static Result<std::unique_ptr<ApiServer>> start(const ApiOptions& options, storage::StateStore& state,
+                                                  const ScoringParams& scoring);
   ~ApiServer();  // stops and joins
   std::uint16_t port() const;
 
@@ -37,6 +41,6 @@ struct ApiResponse {
   std::string content_type = "application/json";
   std::string body;
 };
-ApiResponse handle_get(storage::StateStore& state, std::string_view target);
+ApiResponse handle_get(storage::StateStore& state, const ScoringParams& scoring, std::string_view target);
 
 }  // namespace crucible::validator

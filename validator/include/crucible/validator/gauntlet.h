@@ -11,18 +11,14 @@
 #include <vector>
 
 #include "crucible/kernels/error_feedback.h"
+#include "crucible/protocol/options.h"
 #include "crucible/validator/openskill.h"
 
 namespace crucible::validator {
 
-struct ScoringParams {
-  OpenSkillParams openskill{7.0, 0.1, 1e-4};
-  double bma_alpha = 0.05;        // BMA <- (1 - alpha) * BMA + alpha * binary
-  double sync_max_steps = 3.0;    // x is capped here
-  double sync_power = 2.5;        // sync = max(0, 1 - min(x, cap)/cap)^power
-  double missing_penalty = 0.75;  // per consecutive window without a valid upload
-  double weight_power = 2.0;      // w_i ∝ max(0, final_i)^power
-};
+// The parameters are network-wide: [protocol] keys (protocol/options.h).
+using protocol::ScoringParams;
+OpenSkillParams openskill_params(const ScoringParams& p);
 
 // One uid's evaluation in a window. An invalid one (bad packet, NaN, copy,
 // wrong data ...) carries its reason; its losses are unused.
@@ -47,7 +43,7 @@ struct MinerScore {
   Rating rating;
   double bma = 0;
   double sync = 1;
-  double penalty = 1;  // missing_penalty ^ consecutive windows without a valid upload
+  double penalty = 1;   // missing_penalty ^ consecutive windows without a valid upload
   bool zeroed = false;  // invalid in its last evaluated window: final 0 until evaluated valid again
   std::optional<std::uint64_t> last_evaluated;
   std::uint32_t waiting = 1;  // windows since last evaluated (for fair sampling)
@@ -57,10 +53,10 @@ struct MinerScore {
 
 struct WindowInput {
   std::uint64_t window = 0;
-  std::vector<Evaluation> evaluations;              // the uids evaluated this window
-  std::vector<std::uint16_t> uploaded;              // uids with a valid upload (evaluated or not)
-  std::vector<std::uint16_t> candidates;            // every uid that could have uploaded (miners)
-  std::map<std::uint16_t, double> steps_behind;     // from fingerprints, where known
+  std::vector<Evaluation> evaluations;           // the uids evaluated this window
+  std::vector<std::uint16_t> uploaded;           // uids with a valid upload (evaluated or not)
+  std::vector<std::uint16_t> candidates;         // every uid that could have uploaded (miners)
+  std::map<std::uint16_t, double> steps_behind;  // from fingerprints, where known
 };
 
 // Updates `scores` in place: rank the evaluated uids by gradient score

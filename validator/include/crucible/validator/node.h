@@ -1,21 +1,24 @@
 // The validator node: one pass per window w, run once w's upload slot has
-// closed, reading like the protocol (protocol.md §6-10):
-//   gather    fetch and check every uid's packet (reasons kept per uid)
-//   publish   the lead fixes and publishes w's aggregation set
+// closed, reading like the protocol (protocol.md §6-10; validator/window.h):
+//   gather    fetch and check every uid's packet (a Rejection per uid)
+//   copies    the later of two equal updates, and replays, are rejected
+//   fix set   the lead fixes and publishes w's aggregation set
 //   evaluate  Gauntlet losses on a sample of uids, on the model of w
 //   score     ratings, BMA, sync, penalties, final scores
-//   commit    all of w's results in one RocksDB batch with the progress mark
-//   aggregate apply w's set to the model (theta_{w+1}); checkpoint (lead)
+//   record    all of w's results in one RocksDB batch with the progress mark
+//   advance   apply the lead's set to the model (theta_{w+1}); checkpoint (lead)
 //   weights   every weights_every windows, logged so a restart never posts twice
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <optional>
 
 #include "crucible/chain/chain_options.h"
 #include "crucible/chain/keys.h"
 #include "crucible/common/model_config.h"
-#include "crucible/common/protocol_options.h"
+#include "crucible/protocol/node_io.h"
+#include "crucible/protocol/options.h"
 #include "crucible/storage/state_store.h"
 #include "crucible/storage/storage_options.h"
 #include "crucible/validator/validator_options.h"
@@ -23,7 +26,7 @@
 namespace crucible::validator {
 
 struct ValidatorNodeOptions {
-  ProtocolOptions protocol;
+  protocol::Options protocol;
   chain::ChainOptions chain;
   storage::StorageOptions storage;
   model::ModelConfig model;
@@ -33,11 +36,17 @@ struct ValidatorNodeOptions {
 
 class ValidatorNode {
  public:
+  // Opens the data, the model and the RocksDB state, finds the key's uid on
+  // `io.chain` and publishes the store location if the chain lacks it.
   static Result<std::unique_ptr<ValidatorNode>> create(const ValidatorNodeOptions& options,
-                                                       const chain::PrivateKey& key);
+                                                       const chain::PrivateKey& key, protocol::NodeIo io);
   ~ValidatorNode();
+  // Restores (scores, model, sets published while it was down), then runs
+  // windows until *stop, end_window, max_windows or a fatal error.
   Status run(const std::atomic<bool>& stop);
   storage::StateStore& state();  // for the read-only API
+  std::uint16_t uid() const;
+  std::optional<std::uint64_t> model_window() const;  // last aggregate in the model
 
  private:
   ValidatorNode();

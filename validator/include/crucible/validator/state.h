@@ -1,18 +1,23 @@
 // How the validator's state sits in RocksDB (storage::StateStore), shared by
-// the node (writes) and the HTTP API (reads). Values are JSON objects.
-//   ratings        uid/<uid:05>                 a MinerScore
-//   window_scores  w/<window:012>/summary        window summary
-//                  w/<window:012>/uid/<uid:05>   one uid's result in the window
+// the node (writes) and the HTTP API (reads). Values are JSON objects, each
+// a typed record with to_json/from_json:
+//   ratings        uid/<uid:05>                 MinerScore
+//   window_scores  w/<window:012>/summary        WindowSummary
+//                  w/<window:012>/uid/<uid:05>   UidResult (one uid in the window)
 //                  u/<uid:05>/<window:012>       the same, keyed for a uid's history
-//   weights_log    epoch/<epoch:012>             a weights post (pending | confirmed | failed)
-//   meta           set_prev                      the last window the lead published a set for
+//   weights_log    epoch/<epoch:012>             WeightsLogEntry
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "crucible/chain/chain.h"
+#include "crucible/common/status.h"
+#include "crucible/protocol/rejection.h"
 #include "crucible/validator/gauntlet.h"
 
 namespace crucible::validator {
@@ -27,5 +32,65 @@ std::string epoch_key(std::uint64_t epoch);
 
 nlohmann::json to_json(const MinerScore& s);
 MinerScore score_from_json(const nlohmann::json& j);
+
+// What an evaluated upload scored in one window.
+struct EvalResult {
+  double loss_before_own = 0, loss_after_own = 0;
+  double loss_before_rand = 0, loss_after_rand = 0;
+  double gradient_score = 0;
+  int binary = 0;
+  double steps_behind = 0;
+};
+
+// One uid's result in one window. "reason" is a protocol::Rejection name.
+struct UidResult {
+  std::uint16_t uid = 0;
+  bool valid = false;
+  bool uploaded = false;
+  std::optional<protocol::Rejection> rejection;
+  std::string detail;
+  std::optional<std::int64_t> last_modified_ms;
+  std::optional<EvalResult> eval;
+  double final_score = 0;
+};
+nlohmann::json to_json(const UidResult& r);
+Result<UidResult> uid_result_from_json(const nlohmann::json& j);
+
+struct WindowSummary {
+  std::uint64_t window = 0;
+  bool lead = false;
+  std::vector<std::uint16_t> evaluated;
+  std::uint16_t random_uid = 0;
+  double loss_before_rand = 0;
+  double median_norm = 0;
+  std::optional<std::vector<std::uint16_t>> aggregate;  // the set (lead only)
+  std::optional<std::uint64_t> aggregate_prev;
+};
+nlohmann::json to_json(const WindowSummary& s);
+Result<WindowSummary> window_summary_from_json(const nlohmann::json& j);
+
+// A weights post as a small state machine:
+//   set_weights:    pending -> confirmed | failed
+//   commit-reveal:  committing -> committed -> confirmed (revealed) | failed
+enum class WeightsPhase { kPending, kCommitting, kCommitted, kConfirmed, kFailed };
+std::string_view name(WeightsPhase p) noexcept;
+
+struct WeightsLogEntry {
+  std::uint64_t epoch = 0;
+  std::uint64_t window = 0;
+  std::vector<std::uint16_t> uids;
+  std::vector<std::uint16_t> values;
+  WeightsPhase phase = WeightsPhase::kPending;
+  std::optional<std::uint64_t> block_before;   // head before sending (set_weights)
+  std::optional<chain::WeightsCommit> commit;  // commit-reveal: what was committed, with its salt
+  std::optional<std::string> commit_tx;
+  std::optional<std::string> tx;
+  std::optional<std::uint64_t> block;
+  std::optional<std::string> error;
+  bool confirmed_after_restart = false;
+};
+nlohmann::json to_json(const WeightsLogEntry& e);
+// Strict: data_loss naming the field when one is missing or of another type.
+Result<WeightsLogEntry> weights_entry_from_json(const nlohmann::json& j);
 
 }  // namespace crucible::validator

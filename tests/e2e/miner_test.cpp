@@ -20,10 +20,12 @@
 #include "crucible/chain/substrate.h"
 #include "crucible/common/dataset.h"
 #include "crucible/common/model.h"
-#include "crucible/common/object_keys.h"
 #include "crucible/common/sampler.h"
-#include "crucible/miner/aggregation.h"
-#include "crucible/miner/fingerprint.h"
+#include "crucible/protocol/aggregation_set.h"
+#include "crucible/protocol/checkpoint_pointer.h"
+#include "crucible/protocol/fingerprint.h"
+#include "crucible/protocol/object_keys.h"
+#include "crucible/protocol/update.h"
 #include "crucible/storage/local_store.h"
 #include "crucible/storage/peer_location.h"
 #include "support/local_network.h"
@@ -34,6 +36,7 @@ namespace crucible {
 namespace {
 
 namespace fs = std::filesystem;
+namespace keys = protocol::keys;
 using ::testing::HasSubstr;
 
 constexpr std::uint32_t kBlocksPerWindow = 6;
@@ -60,7 +63,8 @@ class MinerNodeTest : public ::testing::Test {
 
     key_file_ = testing::write_keystore(miner_key_, dir_.path() / "miner.key", "pw");
 
-    config_ = dir_.write("miner.toml", fmt::format(R"(
+    config_ = dir_.write("miner.toml",
+                         fmt::format(R"(
 [log]
 format = "text"
 [protocol]
@@ -81,9 +85,8 @@ threads = 2
 aggregate_wait_s = 8.0
 progress = "off"
 )",
-                                                   kBlocksPerWindow, kSamples, chain_->url(),
-                                                   (dir_.path() / "miner-store").string(), data_,
-                                                   (dir_.path() / "miner-state").string()));
+                                     kBlocksPerWindow, kSamples, chain_->url(), (dir_.path() / "miner-store").string(),
+                                     data_, (dir_.path() / "miner-state").string()));
   }
 
   std::vector<std::string> miner_argv(const std::string& extra = "") {
@@ -125,11 +128,11 @@ TEST_F(MinerNodeTest, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate
   ASSERT_TRUE(packet0.is_ok());
   auto opened0 = chain::open_packet(packet0->data);
   ASSERT_TRUE(opened0.is_ok()) << opened0.status();
-  miner::AggregationSet set{w0, std::nullopt, {miner_uid_}, {opened0->digest}};
-  ASSERT_TRUE(lead_store_->put(keys::aggregate(w0), as_bytes(miner::encode_set(set))).is_ok());
+  protocol::AggregationSet set{w0, std::nullopt, {miner_uid_}, {opened0->digest}};
+  ASSERT_TRUE(lead_store_->put(keys::aggregate(w0), as_bytes(protocol::encode_set(set))).is_ok());
 
   EXPECT_EQ(miner.wait(120'000), 0);
-  out += miner.read_until("miner stopped", 5'000);
+  out = miner.read_until("miner stopped", 5'000);
   EXPECT_THAT(out, HasSubstr("applied aggregate"));
 
   auto windows = uploaded_windows();
@@ -147,13 +150,13 @@ TEST_F(MinerNodeTest, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate
     EXPECT_EQ(opened->packet.window, w);
     EXPECT_EQ(opened->packet.uid, miner_uid_);
     params = 0;
-    std::vector<miner::TensorSpec> specs;
+    std::vector<protocol::TensorSpec> specs;
     for (const auto& t : opened->packet.tensors) {
       specs.push_back({t.name, t.shape});
       params += specs.back().numel();
     }
     EXPECT_EQ(specs.front().name, "model.embed_tokens.weight");
-    EXPECT_TRUE(miner::decode_update(opened->packet, specs).is_ok());
+    EXPECT_TRUE(protocol::decode_update(opened->packet, specs).is_ok());
     std::cout << "window " << w << ": " << fetched->data.size() << " bytes for " << params << " parameters\n";
     // The size budget: at most 0.03 bytes per parameter per window.
     EXPECT_LE(static_cast<double>(fetched->data.size()) / static_cast<double>(params), 0.03)
@@ -188,10 +191,10 @@ TEST_F(MinerNodeTest, ResumesItsStateAndStopsCleanlyOnSigterm) {
   testing::Child again(miner_argv(), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
   std::string out = again.read_until("miner ready", 60'000);
   EXPECT_THAT(out, HasSubstr("resumed miner state"));
-  out += again.read_until("trained window", 60'000);
+  out = again.read_until("trained window", 60'000);
   again.signal(SIGTERM);
   EXPECT_EQ(again.wait(30'000), 0);
-  out += again.read_until("miner stopped", 5'000);
+  out = again.read_until("miner stopped", 5'000);
   EXPECT_THAT(out, HasSubstr("miner stopped"));
 }
 
@@ -205,8 +208,8 @@ TEST_F(MinerNodeTest, AFreshMinerStartsFromTheLeadsCheckpoint) {
   std::ifstream in(file, std::ios::binary);
   std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   ASSERT_TRUE(lead_store_->put(keys::checkpoint(5), as_bytes(bytes)).is_ok());
-  miner::CheckpointPointer ptr{0, 5, keys::checkpoint(5), config->canonical(), chain::keccak256(as_bytes("set"))};
-  ASSERT_TRUE(lead_store_->put(keys::checkpoint_latest(), as_bytes(miner::encode_checkpoint_pointer(ptr))).is_ok());
+  protocol::CheckpointPointer ptr{0, 5, keys::checkpoint(5), config->canonical(), chain::keccak256(as_bytes("set"))};
+  ASSERT_TRUE(lead_store_->put(keys::checkpoint_latest(), as_bytes(protocol::encode_checkpoint_pointer(ptr))).is_ok());
 
   testing::Child miner(miner_argv("--set miner.max_windows=1"), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
   EXPECT_EQ(miner.wait(120'000), 0);
@@ -221,7 +224,7 @@ TEST_F(MinerNodeTest, AFreshMinerStartsFromTheLeadsCheckpoint) {
   EXPECT_EQ(fp["basis"], to_hex(ptr.basis));
   // The fingerprint reads the checkpoint's values, at positions drawn from its basis.
   const auto& embed = ckpt->parameters()[0];
-  auto positions = miner::fingerprint_positions(ptr.basis, embed.name, embed.tensor.numel());
+  auto positions = protocol::fingerprint_positions(ptr.basis, embed.name, embed.tensor.numel());
   auto values = fp["values"][embed.name].get<std::vector<float>>();
   ASSERT_EQ(values.size(), positions.size());
   for (std::size_t i = 0; i < positions.size(); ++i) {
@@ -238,10 +241,11 @@ TEST_F(MinerNodeTest, RefusesAnUnregisteredKeyAndAWrongPassword) {
   EXPECT_THAT(wrong.out, HasSubstr("cannot decrypt"));
 
   const std::string stranger_file = testing::write_keystore(chain_->dev_keys()[5], dir_.path() / "stranger.key", "pw");
-  std::string cmd = fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' "
-                                "--set miner.state_dir='{}' 2>&1",
-                                testing::bin("crucible-miner"), config_, CRUCIBLE_SOURCE_DIR, stranger_file,
-                                (dir_.path() / "stranger-state").string());
+  std::string cmd = fmt::format(
+      "exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' "
+      "--set miner.state_dir='{}' 2>&1",
+      testing::bin("crucible-miner"), config_, CRUCIBLE_SOURCE_DIR, stranger_file,
+      (dir_.path() / "stranger-state").string());
   auto r = testing::run_process({"/bin/bash", "-c", cmd}, {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.out, HasSubstr("is not registered"));

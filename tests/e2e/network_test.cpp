@@ -24,10 +24,12 @@
 #include "crucible/chain/standins.h"
 #include "crucible/common/dataset.h"
 #include "crucible/common/model.h"
-#include "crucible/common/object_keys.h"
 #include "crucible/common/sampler.h"
 #include "crucible/kernels/packet_tensor.h"
-#include "crucible/miner/aggregation.h"
+#include "crucible/protocol/aggregation_set.h"
+#include "crucible/protocol/checkpoint_pointer.h"
+#include "crucible/protocol/object_keys.h"
+#include "crucible/protocol/update.h"
 #include "crucible/storage/local_store.h"
 #include "crucible/storage/state_store.h"
 #include "crucible/validator/state.h"
@@ -39,6 +41,7 @@ namespace crucible {
 namespace {
 
 namespace fs = std::filesystem;
+namespace keys = protocol::keys;
 using ::testing::HasSubstr;
 
 constexpr std::uint32_t kBlocksPerWindow = 8;
@@ -48,13 +51,20 @@ constexpr int kValidatorWindows = 4;
 enum class Bad { kNoise, kNan, kShape, kCopy, kLate, kOtherData, kWrongSigner };
 const char* bad_name(Bad b) {
   switch (b) {
-    case Bad::kNoise: return "noise";
-    case Bad::kNan: return "nan";
-    case Bad::kShape: return "shape";
-    case Bad::kCopy: return "copy";
-    case Bad::kLate: return "late";
-    case Bad::kOtherData: return "other-data";
-    case Bad::kWrongSigner: return "wrong-signer";
+    case Bad::kNoise:
+      return "noise";
+    case Bad::kNan:
+      return "nan";
+    case Bad::kShape:
+      return "shape";
+    case Bad::kCopy:
+      return "copy";
+    case Bad::kLate:
+      return "late";
+    case Bad::kOtherData:
+      return "other-data";
+    case Bad::kWrongSigner:
+      return "wrong-signer";
   }
   return "?";
 }
@@ -101,13 +111,13 @@ samples_per_window = {}
 [chain]
 rpc_url = "{}"
 )",
-                                                       kBlocksPerWindow, kSamples, chain_->url()));
+                                                      kBlocksPerWindow, kSamples, chain_->url()));
   }
 
   void add_bad_miners() {
     const auto& keys = chain_->dev_keys();
-    const std::vector<std::pair<Bad, std::size_t>> bad{{Bad::kNoise, 4}, {Bad::kNan, 5},       {Bad::kShape, 6},
-                                                       {Bad::kCopy, 7},  {Bad::kLate, 8},      {Bad::kOtherData, 9},
+    const std::vector<std::pair<Bad, std::size_t>> bad{{Bad::kNoise, 4},      {Bad::kNan, 5},  {Bad::kShape, 6},
+                                                       {Bad::kCopy, 7},       {Bad::kLate, 8}, {Bad::kOtherData, 9},
                                                        {Bad::kWrongSigner, 0}};
     for (auto [kind, k] : bad) {
       BadMiner b{kind, keys[k], 0, nullptr, dir_.path() / fmt::format("bad-{}", bad_name(kind))};
@@ -133,14 +143,16 @@ rpc_url = "{}"
   }
 
   std::vector<std::string> node_argv(const std::string& binary, const std::string& node_toml, const std::string& key) {
-    std::string cmd = fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --config '{}' --key '{}' 2>&1",
-                                  testing::bin(binary), network_, CRUCIBLE_SOURCE_DIR, node_toml, key);
+    std::string cmd =
+        fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --config '{}' --key '{}' 2>&1",
+                    testing::bin(binary), network_, CRUCIBLE_SOURCE_DIR, node_toml, key);
     return {"/bin/bash", "-c", cmd};
   }
 
   std::unique_ptr<testing::Child> start_miner(std::size_t i) {
     const std::string name = fmt::format("honest{}", i);
-    std::string toml = dir_.write(name + ".toml", fmt::format(R"(
+    std::string toml =
+        dir_.write(name + ".toml", fmt::format(R"(
 [storage]
 url = "file://{}"
 [miner]
@@ -155,9 +167,8 @@ aggregate_wait_s = 10.0
 progress = "off"
 max_windows = {}
 )",
-                                                             (dir_.path() / (name + "-store")).string(), data_,
-                                                             (dir_.path() / (name + "-state")).string(),
-                                                             kValidatorWindows + 2));
+                                               (dir_.path() / (name + "-store")).string(), data_,
+                                               (dir_.path() / (name + "-state")).string(), kValidatorWindows + 2));
     std::string key = testing::write_keystore(honest_keys_[i], dir_.path() / (name + ".key"), "pw");
     return std::make_unique<testing::Child>(node_argv("crucible-miner", toml, key),
                                             std::map<std::string, std::string>{{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
@@ -166,7 +177,9 @@ max_windows = {}
   std::unique_ptr<testing::Child> start_validator(const std::string& name = "validator", const std::string& extra = "",
                                                   std::optional<chain::PrivateKey> key_in = std::nullopt) {
     api_port_ = free_port();
-    std::string toml = dir_.write(name + ".toml", fmt::format(R"(
+    std::string toml = dir_.write(
+        name + ".toml",
+        fmt::format(R"(
 [storage]
 url = "file://{}"
 [validator]
@@ -183,10 +196,8 @@ aggregate_wait_s = 5.0
 [api]
 port = {}
 )",
-                                                             (dir_.path() / (name + "-store")).string(), data_,
-                                                             (dir_.path() / (name + "-state")).string(),
-                                                             extra.empty() ? fmt::format("max_windows = {}", kValidatorWindows) : extra,
-                                                             api_port_));
+                    (dir_.path() / (name + "-store")).string(), data_, (dir_.path() / (name + "-state")).string(),
+                    extra.empty() ? fmt::format("max_windows = {}", kValidatorWindows) : extra, api_port_));
     const fs::path key_path = dir_.path() / (name + ".key");
     std::string key = fs::exists(key_path) ? key_path.string()
                                            : testing::write_keystore(key_in.value_or(validator_key_), key_path, "pw");
@@ -259,8 +270,9 @@ port = {}
     ASSERT_TRUE(b.store->put(keys::gradient(w), *sealed).is_ok());
     if (b.kind == Bad::kLate) {
       // The store's clock says it came 30 s after the slot closed.
-      auto t = std::chrono::file_clock::from_sys(std::chrono::system_clock::time_point(
-          std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(slot_start + 33))));
+      auto t = std::chrono::file_clock::from_sys(
+          std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::duration<double>(slot_start + 33))));
       fs::last_write_time(b.root / keys::gradient(w), t);
     }
   }
@@ -268,7 +280,7 @@ port = {}
   testing::TempDir dir_;
   std::string data_, network_;
   std::unique_ptr<chain::LocalChain> chain_;
-  std::vector<miner::TensorSpec> specs_;
+  std::vector<protocol::TensorSpec> specs_;
   std::optional<data::Dataset> dataset_;
   chain::PrivateKey validator_key_ = *chain::PrivateKey::generate();
   std::uint16_t validator_uid_ = 0;
@@ -314,15 +326,17 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
     std::optional<Bytes> honest;
     for (int i = 0; i < 20 && !honest; ++i) {
       auto g = (*honest_store)->get(keys::gradient(w), 1 << 30);
-      if (g.is_ok()) honest = g->data;
-      else std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      if (g.is_ok())
+        honest = g->data;
+      else
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     for (auto& bm : bad_) upload_bad(bm, w, honest ? &*honest : nullptr, static_cast<double>(header->timestamp));
-    validator_log += validator->read_until("window done", 100);
+    validator_log = validator->read_until("validator stopped", 100);
     validator_done = validator_log.find("validator stopped") != std::string::npos;
   }
   EXPECT_EQ(validator->wait(180'000), 0);
-  validator_log += validator->read_until("validator stopped", 5'000);
+  validator_log = validator->read_until("validator stopped", 5'000);
   ASSERT_THAT(validator_log, HasSubstr("posted weights")) << validator_log;
 
   // Scores and reasons, from the validator's RocksDB.
@@ -343,25 +357,39 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
   std::map<std::uint16_t, std::string> reasons;
   for (const auto& [k, v] : *rows) {
     auto j = nlohmann::json::parse(v);
-    if (j.contains("reason") && j.contains("uid")) reasons[j["uid"].get<std::uint16_t>()] += j["reason"].get<std::string>() + "; ";
+    if (j.contains("reason") && j.contains("uid"))
+      reasons[j["uid"].get<std::uint16_t>()] += j["reason"].get<std::string>() + ": " + j.value("detail", "") + "; ";
   }
   for (const auto& bm : bad_) {
     const std::string& r = reasons[bm.uid];
     switch (bm.kind) {
-      case Bad::kNan: EXPECT_THAT(r, HasSubstr("non-finite")); break;
-      case Bad::kShape: EXPECT_THAT(r, HasSubstr("does not fit the model")); break;
-      case Bad::kCopy: EXPECT_THAT(r, HasSubstr("copy of uid")); break;
-      case Bad::kLate: EXPECT_THAT(r, HasSubstr("too late")); break;
-      case Bad::kOtherData: EXPECT_THAT(r, HasSubstr("sample digest mismatch")); break;
-      case Bad::kWrongSigner: EXPECT_THAT(r, HasSubstr("not uid")); break;
-      case Bad::kNoise: break;  // well-formed: it loses on the merits
+      case Bad::kNan:
+        EXPECT_THAT(r, HasSubstr("non-finite"));
+        break;  // the codec refuses it (detail)
+      case Bad::kShape:
+        EXPECT_THAT(r, HasSubstr("wrong_shape"));
+        break;
+      case Bad::kCopy:
+        EXPECT_THAT(r, HasSubstr("copy"));
+        break;
+      case Bad::kLate:
+        EXPECT_THAT(r, HasSubstr("too_late"));
+        break;
+      case Bad::kOtherData:
+        EXPECT_THAT(r, HasSubstr("not_assigned_data"));
+        break;
+      case Bad::kWrongSigner:
+        EXPECT_THAT(r, HasSubstr("wrong_signer"));
+        break;
+      case Bad::kNoise:
+        break;  // well-formed: it loses on the merits
     }
   }
   for (std::uint16_t h : honest_uids_) EXPECT_EQ(reasons[h], "") << "honest uid " << h;
 
   // The weights on chain.
-  auto data = chain::abi::encode_call("getWeights(uint16,uint16)",
-                                      {chain::abi::Value::uint(chain_->netuid()), chain::abi::Value::uint(validator_uid_)});
+  auto data = chain::abi::encode_call("getWeights(uint16,uint16)", {chain::abi::Value::uint(chain_->netuid()),
+                                                                    chain::abi::Value::uint(validator_uid_)});
   auto out = (*reader)->eth().call(chain::Address::from_low_u64(chain::standins::kStateAddress), *data);
   ASSERT_TRUE(out.is_ok()) << out.status();
   auto v = chain::abi::decode(chain::abi::parse_types("uint16[],uint16[],uint64").value(), *out).value();
@@ -430,8 +458,8 @@ TEST_F(CrashTest, KilledAndRestartedValidatorScoresLikeAnUninterruptedOne) {
   for (const auto& [k, v] : progress)
     if (k.starts_with("window/")) windows.push_back(std::stoull(k.substr(7)));
   ASSERT_GE(windows.size(), 3u);
-  const std::string range = fmt::format("start_window = {}\nend_window = {}\nrandom_seed = \"shared\"", windows.front(),
-                                        windows.back() + 1);
+  const std::string range =
+      fmt::format("start_window = {}\nend_window = {}\nrandom_seed = \"shared\"", windows.front(), windows.back() + 1);
 
   // Replay, uninterrupted.
   {

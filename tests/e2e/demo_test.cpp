@@ -12,8 +12,8 @@ using ::testing::HasSubstr;
 
 TEST(Demo, RunsTheLocalNetworkAndPrintsScores) {
   testing::TempDir dir;
-  auto r = testing::run_process({testing::bin("crucible"), "demo", "--windows", "2", "--miners", "2", "--dir",
-                                 dir.path().string()});
+  auto r = testing::run_process(
+      {testing::bin("crucible"), "demo", "--windows", "2", "--miners", "2", "--dir", dir.path().string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("window done"));
   EXPECT_THAT(r.out, HasSubstr("uploads_valid=2"));

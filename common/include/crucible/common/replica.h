@@ -1,0 +1,70 @@
+// The model replica every node holds (protocol.md §3, §6-§8): the global
+// model on a device, with what both nodes do to it. The miner's inner loop
+// borrows it to train; the validator evaluates updates on it and advances
+// it with each window's aggregate. Torch stays behind this header.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "crucible/common/model_config.h"
+#include "crucible/common/status.h"
+#include "crucible/common/tensor_spec.h"
+
+namespace crucible::model {
+
+class Llama;
+
+struct ReplicaOptions {
+  std::string device = "cpu";  // "cpu" or "cuda"
+  int threads = 0;             // torch intra-op threads; 0 = all cores
+};
+
+class Replica {
+ public:
+  // The genesis model from init_seed, on the configured device.
+  static Result<std::unique_ptr<Replica>> create(const ModelConfig& config, const ReplicaOptions& options,
+                                                 std::uint64_t init_seed);
+  ~Replica();
+
+  const ModelConfig& config() const;
+  const std::vector<TensorSpec>& specs() const;
+  std::int64_t num_parameters() const;
+
+  // Per tensor, the values at the given flat positions (one host copy per
+  // tensor, not one per value).
+  TensorValues values_at(const std::vector<std::vector<std::int64_t>>& positions) const;
+
+  // theta <- theta - scale * update; sizes must match and values be finite
+  // (invalid_argument otherwise, the model unchanged).
+  Status apply_update(const TensorValues& update, double scale);
+  // Mean next-token loss over n samples of seq_len tokens (no gradient).
+  Result<double> loss(std::span<const std::int64_t> samples, std::int64_t n);
+  // The validator's probe: with theta' = theta - scale * update, the mean
+  // losses on `a` (n_a samples) and `b` (n_b samples); theta is then put
+  // back bit for bit, whatever happened.
+  Result<std::pair<double, double>> probe(const TensorValues& update, double scale, std::span<const std::int64_t> a,
+                                          std::int64_t n_a, std::span<const std::int64_t> b, std::int64_t n_b);
+
+  // Safetensors with Hugging Face names (atomic write); load refuses other
+  // names, shapes or non-finite values.
+  Status save(const std::filesystem::path& file, const std::map<std::string, std::string>& metadata = {}) const;
+  Status load(const std::filesystem::path& file);
+
+  // For the inner loop (a torch translation unit): the module itself.
+  Llama& llama();
+  bool on_cuda() const;
+
+ private:
+  Replica();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crucible::model

@@ -1,0 +1,138 @@
+#include "crucible/common/replica.h"
+
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "crucible/common/model.h"
+
+namespace crucible::model {
+
+struct Replica::Impl {
+  std::unique_ptr<Llama> model;
+  std::vector<TensorSpec> specs;
+  at::Device device{at::kCPU};
+
+  at::Tensor& param(std::size_t i) { return const_cast<at::Tensor&>(model->parameters()[i].tensor); }
+
+  Status check_update(const TensorValues& update) const {
+    if (update.size() != specs.size()) {
+      return invalid_argument("update has {} tensors, the model {}", update.size(), specs.size());
+    }
+    for (std::size_t i = 0; i < update.size(); ++i) {
+      if (static_cast<std::int64_t>(update[i].size()) != specs[i].numel()) {
+        return invalid_argument("update tensor {} has {} values, the model {}", specs[i].name, update[i].size(),
+                                specs[i].numel());
+      }
+      for (float v : update[i])
+        if (!std::isfinite(v)) return invalid_argument("update tensor {} holds NaN or Inf", specs[i].name);
+    }
+    return Status::ok();
+  }
+
+  at::Tensor samples_tensor(std::span<const std::int64_t> samples, std::int64_t n) const {
+    const std::int64_t L = model->config().seq_len;
+    return at::from_blob(const_cast<std::int64_t*>(samples.data()), {n, L}, at::kLong).to(device);
+  }
+};
+
+Replica::Replica() : impl_(std::make_unique<Impl>()) {}
+Replica::~Replica() = default;
+
+Result<std::unique_ptr<Replica>> Replica::create(const ModelConfig& config, const ReplicaOptions& options,
+                                                 std::uint64_t init_seed) {
+  std::unique_ptr<Replica> r(new Replica());
+  auto& m = *r->impl_;
+  const int threads =
+      options.threads > 0 ? options.threads : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
+  if (options.device == "cuda") {
+    if (!at::hasCUDA()) {
+      return failed_precondition("device = \"cuda\" but this build of libtorch has no CUDA or no GPU is visible");
+    }
+    m.device = at::Device(at::kCUDA, 0);
+  } else if (options.device != "cpu") {
+    return invalid_argument("device must be \"cpu\" or \"cuda\", not \"{}\"", options.device);
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(Llama llama, Llama::create(config, init_seed));
+  m.model = std::make_unique<Llama>(std::move(llama));
+  m.model->to(m.device);
+  for (const auto& p : m.model->parameters()) m.specs.push_back({p.name, p.tensor.sizes().vec()});
+  return r;
+}
+
+const ModelConfig& Replica::config() const { return impl_->model->config(); }
+const std::vector<TensorSpec>& Replica::specs() const { return impl_->specs; }
+std::int64_t Replica::num_parameters() const { return impl_->model->num_parameters(); }
+Llama& Replica::llama() { return *impl_->model; }
+bool Replica::on_cuda() const { return impl_->device.is_cuda(); }
+
+TensorValues Replica::values_at(const std::vector<std::vector<std::int64_t>>& positions) const {
+  TensorValues out;
+  out.reserve(positions.size());
+  at::NoGradGuard g;
+  for (std::size_t t = 0; t < positions.size() && t < impl_->specs.size(); ++t) {
+    const auto& pos = positions[t];
+    at::Tensor idx =
+        at::from_blob(const_cast<std::int64_t*>(pos.data()), {static_cast<std::int64_t>(pos.size())}, at::kLong)
+            .to(impl_->device);
+    at::Tensor v = impl_->model->parameters()[t].tensor.detach().reshape({-1}).index_select(0, idx);
+    v = v.to(at::kCPU, at::kFloat).contiguous();
+    out.emplace_back(v.data_ptr<float>(), v.data_ptr<float>() + v.numel());
+  }
+  return out;
+}
+
+Status Replica::apply_update(const TensorValues& update, double scale) {
+  auto& m = *impl_;
+  CRUCIBLE_RETURN_IF_ERROR(m.check_update(update));
+  at::NoGradGuard g;
+  for (std::size_t i = 0; i < update.size(); ++i) {
+    at::Tensor& p = m.param(i);
+    at::Tensor a = at::from_blob(const_cast<float*>(update[i].data()), p.sizes(), at::kFloat).to(m.device);
+    p.sub_(a, scale);
+  }
+  return Status::ok();
+}
+
+Result<double> Replica::loss(std::span<const std::int64_t> samples, std::int64_t n) {
+  auto& m = *impl_;
+  const std::int64_t L = m.model->config().seq_len;
+  if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
+    return invalid_argument("loss: {} tokens for {} samples of {}", samples.size(), n, L);
+  }
+  at::NoGradGuard g;
+  return m.model->loss(m.samples_tensor(samples, n)).item<double>();
+}
+
+Result<std::pair<double, double>> Replica::probe(const TensorValues& update, double scale,
+                                                 std::span<const std::int64_t> a, std::int64_t n_a,
+                                                 std::span<const std::int64_t> b, std::int64_t n_b) {
+  auto& m = *impl_;
+  CRUCIBLE_RETURN_IF_ERROR(m.check_update(update));
+  std::vector<at::Tensor> saved;
+  {
+    at::NoGradGuard g;
+    for (const auto& p : m.model->parameters()) saved.push_back(p.tensor.detach().clone());
+  }
+  Status st = apply_update(update, scale);
+  Result<double> la = st.is_ok() ? loss(a, n_a) : Result<double>(st);
+  Result<double> lb = la.is_ok() ? loss(b, n_b) : Result<double>(la.status());
+  {
+    at::NoGradGuard g;
+    for (std::size_t i = 0; i < saved.size(); ++i) m.param(i).copy_(saved[i]);
+  }
+  if (!la.is_ok()) return la.status();
+  if (!lb.is_ok()) return lb.status();
+  return std::make_pair(*la, *lb);
+}
+
+Status Replica::save(const std::filesystem::path& file, const std::map<std::string, std::string>& metadata) const {
+  return impl_->model->save(file, metadata);
+}
+
+Status Replica::load(const std::filesystem::path& file) { return impl_->model->load(file); }
+
+}  // namespace crucible::model

@@ -1,0 +1,57 @@
+// The miner's local training (protocol.md §3, SparseLoCo inner loop): H
+// AdamW steps on the window's assigned samples, starting from the global
+// model held in a Replica it borrows; the pseudo-gradient
+// delta = theta_start - theta_H; theta then goes back to theta_start (the
+// outer step is the Replica's apply_update). AdamW's moments carry over from
+// window to window and persist on disk.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "crucible/common/replica.h"
+#include "crucible/common/status.h"
+#include "crucible/miner/miner_options.h"
+
+namespace crucible::miner {
+
+struct StepInfo {
+  std::uint32_t step = 0, steps = 0;
+  double loss = 0;
+  double tokens_per_second = 0;
+};
+
+struct WindowResult {
+  model::TensorValues delta;  // per tensor, theta_start - theta_H
+  double mean_loss = 0;
+  std::uint64_t tokens = 0;
+  double seconds = 0;
+};
+
+class InnerLoop {
+ public:
+  // `replica` must outlive the loop.
+  static Result<std::unique_ptr<InnerLoop>> create(model::Replica& replica, const MinerOptions& options);
+  ~InnerLoop();
+
+  std::uint64_t steps_done() const;
+
+  // samples: n rows of seq_len tokens. Stops early (aborted) when *stop turns true.
+  Result<WindowResult> train_window(std::span<const std::int64_t> samples, std::int64_t n,
+                                    const std::function<void(const StepInfo&)>& on_step, const std::atomic<bool>* stop);
+
+  // model.safetensors and optimizer.pt in dir (each written atomically).
+  Status save(const std::filesystem::path& dir) const;
+  Status load(const std::filesystem::path& dir, std::uint64_t steps_done);
+
+ private:
+  InnerLoop();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crucible::miner

@@ -1,0 +1,139 @@
+// The only translation unit of the miner that includes the torch API.
+#include "crucible/miner/inner_loop.h"
+
+// clip_grad.h needs torch/types.h first.
+// clang-format off
+#include <torch/types.h>
+#include <torch/nn/utils/clip_grad.h>
+#include <torch/optim/adamw.h>
+#include <torch/serialize.h>
+// clang-format on
+
+#include <chrono>
+#include <cmath>
+
+#include "crucible/common/model.h"
+#include "crucible/miner/lr_schedule.h"
+
+namespace crucible::miner {
+
+namespace fs = std::filesystem;
+
+struct InnerLoop::Impl {
+  model::Replica* replica = nullptr;
+  MinerOptions options;
+  LrSchedule schedule{options};
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::uint64_t steps = 0;
+
+  model::Llama& llama() { return replica->llama(); }
+  at::Device device() { return replica->on_cuda() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
+
+  // One AdamW step on `batch`; the loss before the step.
+  Result<double> step(const at::Tensor& batch, std::uint32_t index) {
+    for (auto& group : optimizer->param_groups()) {
+      static_cast<torch::optim::AdamWOptions&>(group.options()).lr(schedule.at(steps));
+    }
+    optimizer->zero_grad();
+    at::Tensor loss = llama().loss(batch);
+    const double value = loss.item<double>();
+    if (!std::isfinite(value)) return internal_error("training loss became {} at step {}", value, index);
+    loss.backward();
+    if (options.grad_clip > 0) torch::nn::utils::clip_grad_norm_(llama().tensors(), options.grad_clip);
+    optimizer->step();
+    ++steps;
+    return value;
+  }
+};
+
+InnerLoop::InnerLoop() : impl_(std::make_unique<Impl>()) {}
+InnerLoop::~InnerLoop() = default;
+
+Result<std::unique_ptr<InnerLoop>> InnerLoop::create(model::Replica& replica, const MinerOptions& options) {
+  std::unique_ptr<InnerLoop> loop(new InnerLoop());
+  auto& m = *loop->impl_;
+  m.replica = &replica;
+  m.options = options;
+  m.schedule = LrSchedule(options);
+  replica.llama().set_requires_grad(true);
+  m.optimizer = std::make_unique<torch::optim::AdamW>(replica.llama().tensors(),
+                                                      torch::optim::AdamWOptions(options.lr)
+                                                          .betas({options.adam_beta1, options.adam_beta2})
+                                                          .eps(options.adam_eps)
+                                                          .weight_decay(options.weight_decay));
+  return loop;
+}
+
+std::uint64_t InnerLoop::steps_done() const { return impl_->steps; }
+
+Result<WindowResult> InnerLoop::train_window(std::span<const std::int64_t> samples, std::int64_t n,
+                                             const std::function<void(const StepInfo&)>& on_step,
+                                             const std::atomic<bool>* stop) {
+  auto& m = *impl_;
+  const std::int64_t L = m.llama().config().seq_len;
+  if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
+    return invalid_argument("train_window: {} tokens for {} samples of {}", samples.size(), n, L);
+  }
+  at::Tensor all = at::from_blob(const_cast<std::int64_t*>(samples.data()), {n, L}, at::kLong).to(m.device());
+  const auto start_time = std::chrono::steady_clock::now();
+  std::vector<at::Tensor> start;
+  {
+    at::NoGradGuard g;
+    for (const auto& p : m.llama().parameters()) start.push_back(p.tensor.detach().clone());
+  }
+  const std::int64_t mb = std::min<std::int64_t>(m.options.micro_batch, n);
+  const std::uint32_t H = m.options.inner_steps;
+  WindowResult r;
+  double loss_sum = 0;
+  for (std::uint32_t s = 0; s < H; ++s) {
+    if (stop != nullptr && stop->load()) return aborted("training stopped at step {} of {}", s, H);
+    at::Tensor idx =
+        at::remainder(at::arange(static_cast<std::int64_t>(s) * mb, (s + 1) * mb, at::kLong), n).to(m.device());
+    CRUCIBLE_ASSIGN_OR_RETURN(double loss, m.step(all.index_select(0, idx), s));
+    loss_sum += loss;
+    r.tokens += static_cast<std::uint64_t>(mb * L);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+    if (on_step) on_step({s + 1, H, loss, static_cast<double>(r.tokens) / std::max(secs, 1e-9)});
+  }
+  at::NoGradGuard g;
+  for (std::size_t i = 0; i < start.size(); ++i) {
+    at::Tensor& p = const_cast<at::Tensor&>(m.llama().parameters()[i].tensor);
+    at::Tensor d = (start[i] - p.detach()).to(at::kCPU, at::kFloat).contiguous();
+    r.delta.emplace_back(d.data_ptr<float>(), d.data_ptr<float>() + d.numel());
+    p.copy_(start[i]);  // the local model stays the global one until the outer step
+  }
+  r.mean_loss = loss_sum / std::max<std::uint32_t>(H, 1);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
+  return r;
+}
+
+Status InnerLoop::save(const fs::path& dir) const {
+  CRUCIBLE_RETURN_IF_ERROR(impl_->replica->save(dir / "model.safetensors"));
+  const fs::path tmp = dir / ".optimizer.pt.tmp";
+  try {
+    torch::serialize::OutputArchive archive;
+    impl_->optimizer->save(archive);
+    archive.save_to(tmp.string());
+  } catch (const std::exception& e) {
+    return unavailable("saving optimizer state to {}: {}", tmp.string(), e.what());
+  }
+  std::error_code ec;
+  fs::rename(tmp, dir / "optimizer.pt", ec);
+  if (ec) return unavailable("saving optimizer state: {}", ec.message());
+  return Status::ok();
+}
+
+Status InnerLoop::load(const fs::path& dir, std::uint64_t steps_done) {
+  CRUCIBLE_RETURN_IF_ERROR(impl_->replica->load(dir / "model.safetensors"));
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from((dir / "optimizer.pt").string());
+    impl_->optimizer->load(archive);
+  } catch (const std::exception& e) {
+    return data_loss("optimizer state {} is unreadable: {}", (dir / "optimizer.pt").string(), e.what());
+  }
+  impl_->steps = steps_done;
+  return Status::ok();
+}
+
+}  // namespace crucible::miner

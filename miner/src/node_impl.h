@@ -1,0 +1,77 @@
+// Internal to the miner: the node's state and its steps, one file each
+// (catch_up.cpp, train.cpp, upload.cpp; node.cpp creates and runs it).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "crucible/chain/keys.h"
+#include "crucible/common/dataset.h"
+#include "crucible/common/replica.h"
+#include "crucible/common/retry.h"
+#include "crucible/miner/inner_loop.h"
+#include "crucible/miner/miner_state.h"
+#include "crucible/miner/node.h"
+#include "crucible/protocol/fingerprint.h"
+#include "crucible/protocol/node_io.h"
+#include "crucible/protocol/window_clock.h"
+
+namespace crucible::miner {
+
+inline constexpr auto kPoll = std::chrono::milliseconds(250);
+inline constexpr std::size_t kMaxListedAggregates = 100'000;  // aggregate/ keys read from the lead's store
+inline constexpr std::uint64_t kRateBlocks = 20;              // blocks averaged for the block interval
+
+// What train() hands to upload(): the sealed packet and the fingerprint.
+struct Trained {
+  std::uint64_t window = 0;
+  Bytes sealed;
+  std::string fingerprint_json;
+  std::chrono::steady_clock::time_point started;
+};
+
+struct MinerNode::Impl {
+  MinerNodeOptions o;
+  chain::PrivateKey key;
+  protocol::NodeIo io;
+  protocol::WindowClock clock;
+  std::unique_ptr<protocol::PeerDirectory> peers;
+  std::optional<data::Dataset> dataset;
+  std::unique_ptr<model::Replica> replica;
+  std::unique_ptr<InnerLoop> loop;
+  std::optional<StateDir> state_dir;
+  MinerState state;
+  std::uint16_t uid = 0;
+  bool show_progress = false;
+  double window_end_s = 0;  // estimated end of the window being trained (Unix seconds)
+
+  Impl(const MinerNodeOptions& options, const chain::PrivateKey& k, protocol::NodeIo i)
+      : o(options), key(k), io(std::move(i)), clock(options.protocol) {}
+
+  chain::Chain& chain() { return *io.chain; }
+  const std::vector<protocol::TensorSpec>& specs() const { return replica->specs(); }
+  Status commit();
+  Result<std::uint64_t> block_number(const std::atomic<bool>& stop);
+
+  // catch_up.cpp: apply every published aggregate the model lacks, in chain
+  // order; with `wait_for`, wait up to aggregate_wait_s for that window's set.
+  Status catch_up(std::optional<std::uint64_t> wait_for, const std::atomic<bool>& stop);
+  Result<std::vector<std::uint64_t>> published_after(storage::ObjectStore& lead);
+  Status maybe_load_checkpoint(storage::ObjectStore& lead, const std::vector<std::uint64_t>& windows);
+  Status apply_one(storage::ObjectStore& lead, std::uint64_t w);
+
+  // train.cpp: H inner steps on w's samples, error feedback, a signed packet.
+  Result<Trained> train(std::uint64_t w, const std::atomic<bool>& stop);
+  Result<packet::Packet> compress(std::uint64_t w, const WindowResult& r, const protocol::Fingerprint& fp,
+                                  const chain::Hash32& sample_digest);
+  double estimate_window_end(std::uint64_t w, const std::atomic<bool>& stop);
+  void progress(std::uint64_t w, const StepInfo& s);
+
+  // upload.cpp: put the packet and the fingerprint inside w's upload slot.
+  Status upload(const Trained& t, const std::atomic<bool>& stop);
+};
+
+}  // namespace crucible::miner

@@ -1,0 +1,47 @@
+// The miner's upload (protocol.md §1, §9): once window w+1 has begun, put
+// gradient/{w}.crg and fingerprint/{w}.json into the miner's store inside
+// w's upload slot. A missed slot leaves the update in error feedback.
+#include "crucible/common/log.h"
+#include "crucible/common/metrics.h"
+#include "crucible/protocol/object_keys.h"
+#include "node_impl.h"
+
+namespace crucible::miner {
+
+namespace keys = protocol::keys;
+
+Status MinerNode::Impl::upload(const Trained& t, const std::atomic<bool>& stop) {
+  const std::uint64_t w = t.window;
+  const std::uint64_t slot_block = clock.slot_block(w);
+  for (;;) {
+    CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, block_number(stop));
+    if (head >= slot_block) break;
+    if (!io.clock->sleep(kPoll, stop)) return aborted("stopped before the upload slot of window {}", w);
+  }
+  auto header = retry_transient("block header", stop, [&] { return chain().block(slot_block); });
+  if (!header.is_ok()) return header.status();
+  const protocol::UploadSlot slot = clock.slot(header->timestamp);
+  if (!slot.open_for_upload(io.clock->unix_seconds())) {
+    metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "late"}});
+    log::warn("missed the upload slot; the update stays in error feedback", {{"window", w}});
+    return Status::ok();
+  }
+  if (Status put = io.store->put(keys::gradient(w), t.sealed); !put.is_ok()) {
+    metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "failed"}});
+    log::error("gradient upload failed", {{"window", w}, {"error", put.to_string()}});
+    return Status::ok();
+  }
+  if (Status f = io.store->put(keys::fingerprint(w), as_bytes(t.fingerprint_json)); !f.is_ok()) {
+    log::warn("fingerprint upload failed", {{"window", w}, {"error", f.to_string()}});
+  }
+  metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "ok"}});
+  state.uploaded_window = w;
+  CRUCIBLE_RETURN_IF_ERROR(commit());
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t.started).count();
+  log::info("uploaded gradient",
+            {{"window", w}, {"key", keys::gradient(w)}, {"bytes", t.sealed.size()}, {"seconds", seconds}});
+  metrics::global().observe(metrics::Histogram::kWindowDurationSeconds, seconds, {{"role", "miner"}});
+  return Status::ok();
+}
+
+}  // namespace crucible::miner

@@ -1,0 +1,31 @@
+// Object keys of protocol.md §9, each under the protocol version's prefix,
+// inside a node's own bucket/prefix.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "crucible/protocol/options.h"
+
+namespace crucible::protocol::keys {
+
+inline std::string prefix() { return fmt::format("v{}/", kVersion); }
+inline std::string gradient(std::uint64_t window) { return fmt::format("v{}/gradient/{}.crg", kVersion, window); }
+inline std::string fingerprint(std::uint64_t window) {
+  return fmt::format("v{}/fingerprint/{}.json", kVersion, window);
+}
+inline std::string aggregate_prefix() { return fmt::format("v{}/aggregate/", kVersion); }
+inline std::string aggregate(std::uint64_t window) { return fmt::format("v{}/aggregate/{}.json", kVersion, window); }
+inline std::string checkpoint(std::uint64_t global_step) {
+  return fmt::format("v{}/checkpoint/{}/model.safetensors", kVersion, global_step);
+}
+inline std::string checkpoint_latest() { return fmt::format("v{}/checkpoint/LATEST.json", kVersion); }
+
+// The window of an aggregate/{w}.json key (as listed); none for any other key.
+std::optional<std::uint64_t> aggregate_window(std::string_view key);
+
+}  // namespace crucible::protocol::keys

@@ -1,0 +1,42 @@
+// What every node of a network must agree on (protocol.md §1, §6): the
+// window and slot constants, the sample assignment's size, the outer step,
+// the genesis seed, the aggregation set's size and the Gauntlet scoring
+// parameters. Defaults are the production values; configs/local/ holds the
+// local network's. Bound under [protocol].
+#pragma once
+
+#include <cstdint>
+
+#include "crucible/common/config.h"
+
+namespace crucible::protocol {
+
+inline constexpr std::uint16_t kVersion = 1;  // in packets and object keys (v1/...)
+
+// Gauntlet scoring (protocol.md §6). A validator that scores with other
+// values ranks miners differently from its peers: they are network-wide.
+struct ScoringParams {
+  double openskill_beta = 7.0;    // OpenSkill performance uncertainty
+  double openskill_tau = 0.1;     // OpenSkill dynamics: sigma^2 += tau^2 before rating
+  double openskill_kappa = 1e-4;  // floor of OpenSkill's variance shrink factor
+  double bma_alpha = 0.05;        // BMA <- (1 - alpha) * BMA + alpha * binary
+  double sync_max_steps = 3.0;    // steps behind are capped here
+  double sync_power = 2.5;        // sync = max(0, 1 - min(x, cap)/cap)^power
+  double missing_penalty = 0.75;  // per consecutive window without a valid upload
+  double weight_power = 2.0;      // w_i ∝ max(0, final_i)^power
+};
+
+struct Options {
+  std::uint32_t blocks_per_window = 100;  // window = block / blocks_per_window
+  double upload_slot_s = 70.0;            // upload slot after the start of window w+1
+  double clock_skew_s = 5.0;              // allowed skew when checking an upload's time
+  std::uint32_t samples_per_window = 64;  // samples assigned to each uid per window (§2)
+  double outer_lr = 0.7;                  // alpha of the outer step: theta <- theta - alpha * aggregate (§3)
+  std::uint64_t init_seed = 1;            // seed of the genesis model (docs/protocol.md §3)
+  std::uint32_t aggregate_top = 15;       // uids in a window's aggregation set (§8)
+  ScoringParams scoring;
+};
+
+void bind_options(config::Schema& schema, Options& options);
+
+}  // namespace crucible::protocol

@@ -1,0 +1,32 @@
+// A peer's update, from packet to dense values (protocol.md §5, §8): check
+// a packet's tensors against the model's (count, order, names, shapes) and
+// the codec's layout, decode them, and merge several peers' updates the way
+// every node must (kernels::aggregate, ascending uid order), bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "crucible/common/packet.h"
+#include "crucible/common/status.h"
+#include "crucible/common/tensor_spec.h"
+#include "crucible/kernels/error_feedback.h"
+
+namespace crucible::protocol {
+
+using model::TensorSpec;
+using model::TensorValues;
+
+// The packet's tensors, checked against the specs and decoded.
+Result<std::vector<kernels::CompressedTensor>> decode_update(const packet::Packet& p,
+                                                             const std::vector<TensorSpec>& specs);
+
+struct PeerTensors {
+  std::uint16_t uid = 0;
+  std::vector<kernels::CompressedTensor> tensors;
+};
+
+// Dense aggregate per tensor; peers are taken in ascending uid order.
+Result<TensorValues> merge_updates(const std::vector<PeerTensors>& peers, const std::vector<TensorSpec>& specs);
+
+}  // namespace crucible::protocol

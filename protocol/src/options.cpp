@@ -1,0 +1,44 @@
+#include "crucible/protocol/options.h"
+
+namespace crucible::protocol {
+namespace {
+
+void bind_scoring(config::Schema& schema, ScoringParams& s) {
+  schema.add_double("protocol.openskill_beta", &s.openskill_beta, "OpenSkill performance uncertainty (beta).", 1e-6,
+                    1e6);
+  schema.add_double("protocol.openskill_tau", &s.openskill_tau,
+                    "OpenSkill dynamics (tau): sigma^2 grows by tau^2 before each rating.", 0, 1e6);
+  schema.add_double("protocol.openskill_kappa", &s.openskill_kappa, "Floor of OpenSkill's variance shrink factor.",
+                    1e-12, 1);
+  schema.add_double("protocol.bma_alpha", &s.bma_alpha,
+                    "Binary moving average step: BMA <- (1 - alpha) * BMA + alpha * binary.", 0, 1);
+  schema.add_double("protocol.sync_max_steps", &s.sync_max_steps,
+                    "Steps behind the validator's model at which the sync score reaches 0.", 1e-6, 1e6);
+  schema.add_double("protocol.sync_power", &s.sync_power, "Exponent of the sync score.", 0, 100);
+  schema.add_double("protocol.missing_penalty", &s.missing_penalty,
+                    "Score factor per consecutive window without a valid upload.", 0, 1);
+  schema.add_double("protocol.weight_power", &s.weight_power,
+                    "Weights are proportional to max(0, final score)^weight_power.", 0, 100);
+}
+
+}  // namespace
+
+void bind_options(config::Schema& schema, Options& options) {
+  schema.add_int("protocol.blocks_per_window", &options.blocks_per_window,
+                 "Blocks per window: window = block / blocks_per_window.", 1, 1'000'000);
+  schema.add_double("protocol.upload_slot_s", &options.upload_slot_s,
+                    "Seconds after the first block of window w+1 in which a gradient for w may be uploaded.", 0.1,
+                    86'400);
+  schema.add_double("protocol.clock_skew_s", &options.clock_skew_s,
+                    "Clock skew allowed when checking an upload's time against its slot.", 0, 3'600);
+  schema.add_int("protocol.samples_per_window", &options.samples_per_window,
+                 "Samples assigned to each uid per window (the same on miners and validators).", 1, 1'000'000);
+  schema.add_double("protocol.outer_lr", &options.outer_lr,
+                    "Outer learning rate: theta <- theta - outer_lr * aggregate.", 1e-6, 10);
+  schema.add_int("protocol.init_seed", &options.init_seed, "Seed of the genesis model's initialisation.");
+  schema.add_int("protocol.aggregate_top", &options.aggregate_top,
+                 "Uids in a window's aggregation set: the top ones by final score.", 1, 256);
+  bind_scoring(schema, options.scoring);
+}
+
+}  // namespace crucible::protocol

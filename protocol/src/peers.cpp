@@ -1,0 +1,67 @@
+#include "crucible/protocol/peers.h"
+
+#include "crucible/chain/packet_signing.h"
+#include "crucible/common/log.h"
+#include "crucible/protocol/object_keys.h"
+
+namespace crucible::protocol {
+
+StoreOpener default_store_opener(storage::RetryPolicy policy) {
+  return [policy](const storage::PeerLocation& location) { return storage::open_peer_store(location, policy); };
+}
+
+Result<std::shared_ptr<storage::ObjectStore>> PeerDirectory::store_of(std::uint16_t uid) {
+  CRUCIBLE_ASSIGN_OR_RETURN(std::optional<std::string> text, chain_.commitment(netuid_, uid));
+  if (!text) return not_found("uid {} has not committed a store location", uid);
+  for (const auto& [loc, store] : cache_)
+    if (loc == *text) return store;
+  CRUCIBLE_ASSIGN_OR_RETURN(storage::PeerLocation location, storage::decode_location(*text));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::shared_ptr<storage::ObjectStore> store, opener_(location));
+  if (cache_.size() >= kPeerStoreCache) cache_.erase(cache_.begin());
+  cache_.emplace_back(*text, store);
+  return store;
+}
+
+Result<std::uint16_t> join_subnet(chain::Chain& chain, std::uint16_t netuid, const chain::PrivateKey& key,
+                                  const storage::StorageOptions& storage) {
+  const chain::Hash32 hotkey = chain.hotkey_of(key.address());
+  CRUCIBLE_ASSIGN_OR_RETURN(chain::Metagraph mg, chain.metagraph(netuid));
+  std::optional<std::uint16_t> uid;
+  for (const auto& n : mg.neurons)
+    if (n.hotkey == hotkey) uid = n.uid;
+  if (!uid) {
+    return failed_precondition("{} is not registered on netuid {}: run `crucible chain register --key KEYFILE`",
+                               key.address().checksum(), netuid);
+  }
+  const std::string location = storage::encode_location(storage);
+  CRUCIBLE_ASSIGN_OR_RETURN(auto committed, chain.commitment(netuid, *uid));
+  if (committed != location) {
+    CRUCIBLE_RETURN_IF_ERROR(chain.set_commitment(netuid, location).status());
+    log::info("published the store location on chain", {{"uid", *uid}, {"url", storage.url}});
+  }
+  return *uid;
+}
+
+Result<TensorValues> fetch_and_merge(const AggregationSet& set, PeerDirectory& peers,
+                                     const std::vector<TensorSpec>& specs, std::uint64_t max_packet_bytes) {
+  std::vector<PeerTensors> updates;
+  packet::Limits limits;
+  limits.max_packet_bytes = max_packet_bytes;
+  for (std::size_t i = 0; i < set.uids.size(); ++i) {
+    const std::uint16_t uid = set.uids[i];
+    auto fail = [&](const Status& st) { return st.with_context(fmt::format("aggregate {}: uid {}", set.window, uid)); };
+    auto store = peers.store_of(uid);
+    if (!store.is_ok()) return fail(store.status());
+    auto fetched = (*store)->get(keys::gradient(set.window), max_packet_bytes);
+    if (!fetched.is_ok()) return fail(fetched.status());
+    auto opened = chain::open_packet(fetched->data, limits);
+    if (!opened.is_ok()) return fail(opened.status());
+    if (opened->digest != set.digests[i]) return fail(data_loss("packet digest differs from the set's"));
+    auto tensors = decode_update(opened->packet, specs);
+    if (!tensors.is_ok()) return fail(tensors.status());
+    updates.push_back({uid, std::move(*tensors)});
+  }
+  return merge_updates(updates, specs);
+}
+
+}  // namespace crucible::protocol

@@ -1,0 +1,115 @@
+// The model replica both nodes hold: updates, losses, the probe's exact
+// restore, batched reads at fingerprint positions, save/load. Through the
+// torch-free header only.
+#include "crucible/common/replica.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "support/temp_dir.h"
+
+namespace crucible::model {
+namespace {
+
+ModelConfig small() {
+  ModelConfig c;
+  c.vocab_size = 64;
+  c.dim = 16;
+  c.n_layers = 1;
+  c.n_heads = 2;
+  c.n_kv_heads = 2;
+  c.hidden_dim = 32;
+  c.seq_len = 8;
+  return c;
+}
+
+std::unique_ptr<Replica> make(std::uint64_t seed = 1) {
+  auto r = Replica::create(small(), ReplicaOptions{"cpu", 1}, seed);
+  EXPECT_TRUE(r.is_ok()) << r.status();
+  return std::move(*r);
+}
+
+TensorValues filled(const std::vector<TensorSpec>& specs, float v) {
+  TensorValues out;
+  for (const auto& s : specs) out.emplace_back(static_cast<std::size_t>(s.numel()), v);
+  return out;
+}
+
+std::vector<std::vector<std::int64_t>> first_positions(const std::vector<TensorSpec>& specs) {
+  std::vector<std::vector<std::int64_t>> pos;
+  for (const auto& s : specs) pos.push_back({0, s.numel() - 1, s.numel() / 2});
+  return pos;
+}
+
+std::vector<std::int64_t> tokens(std::int64_t n, std::int64_t L) {
+  std::vector<std::int64_t> t(static_cast<std::size_t>(n * L));
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = static_cast<std::int64_t>((i * 13 + 5) % 64);
+  return t;
+}
+
+TEST(Replica, ApplyUpdateSubtractsTheScaledUpdate) {
+  auto r = make();
+  const auto pos = first_positions(r->specs());
+  const auto before = r->values_at(pos);
+  ASSERT_TRUE(r->apply_update(filled(r->specs(), 0.5f), 0.2).is_ok());
+  const auto after = r->values_at(pos);
+  for (std::size_t t = 0; t < pos.size(); ++t)
+    for (std::size_t i = 0; i < pos[t].size(); ++i) EXPECT_NEAR(after[t][i], before[t][i] - 0.1f, 1e-6);
+}
+
+TEST(Replica, ApplyUpdateRefusesBadUpdatesAndLeavesTheModel) {
+  auto r = make();
+  const auto pos = first_positions(r->specs());
+  const auto before = r->values_at(pos);
+  auto bad = filled(r->specs(), 0.1f);
+  bad.back().back() = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(r->apply_update(bad, 1).code(), StatusCode::kInvalidArgument);
+  auto short_update = filled(r->specs(), 0.1f);
+  short_update.pop_back();
+  EXPECT_EQ(r->apply_update(short_update, 1).code(), StatusCode::kInvalidArgument);
+  auto wrong_size = filled(r->specs(), 0.1f);
+  wrong_size[0].pop_back();
+  EXPECT_EQ(r->apply_update(wrong_size, 1).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r->values_at(pos), before);
+}
+
+TEST(Replica, ProbeMeasuresTheUpdateAndRestoresBitForBit) {
+  auto r = make();
+  const auto L = small().seq_len;
+  const auto a = tokens(2, L), b = tokens(3, L);
+  const auto pos = first_positions(r->specs());
+  const auto before = r->values_at(pos);
+  auto la = r->loss(a, 2);
+  ASSERT_TRUE(la.is_ok());
+  auto probed = r->probe(filled(r->specs(), 0.01f), 1.0, a, 2, b, 3);
+  ASSERT_TRUE(probed.is_ok()) << probed.status();
+  EXPECT_NE(probed->first, *la);  // the update changed the loss
+  EXPECT_EQ(r->values_at(pos), before);
+  EXPECT_EQ(*r->loss(a, 2), *la);                                              // and the model is back exactly
+  EXPECT_FALSE(r->probe(filled(r->specs(), 0.01f), 1.0, a, 3, b, 3).is_ok());  // wrong count
+  EXPECT_EQ(r->values_at(pos), before);
+  EXPECT_FALSE(r->loss(a, 0).is_ok());
+}
+
+TEST(Replica, SavesAndLoadsAndSeedsDiffer) {
+  testing::TempDir dir;
+  auto r = make(1);
+  auto other = make(2);
+  const auto pos = first_positions(r->specs());
+  EXPECT_NE(r->values_at(pos), other->values_at(pos));
+  ASSERT_TRUE(r->apply_update(filled(r->specs(), 0.3f), 1).is_ok());
+  ASSERT_TRUE(r->save(dir.path() / "m.safetensors", {{"window", "4"}}).is_ok());
+  ASSERT_TRUE(other->load(dir.path() / "m.safetensors").is_ok());
+  EXPECT_EQ(other->values_at(pos), r->values_at(pos));
+  EXPECT_EQ(other->num_parameters(), small().num_parameters());
+  EXPECT_FALSE(other->load(dir.path() / "missing.safetensors").is_ok());
+}
+
+TEST(Replica, RefusesUnknownDevices) {
+  EXPECT_EQ(Replica::create(small(), ReplicaOptions{"tpu", 1}, 1).status().code(), StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace crucible::model

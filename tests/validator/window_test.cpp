@@ -1,0 +1,459 @@
+// The validator in process: its window steps and the whole node on a
+// FakeChain, LocalStores on disk and RocksDB, with no binaries and no anvil.
+// Every gather rejection one by one, copy marking, the lead's set, the
+// weights log across simulated crashes, and restore after a restart.
+#include "crucible/validator/window.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <deque>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "crucible/chain/fault_chain.h"
+#include "crucible/chain/packet_signing.h"
+#include "crucible/common/dataset.h"
+#include "crucible/common/file_io.h"
+#include "crucible/common/retry.h"
+#include "crucible/kernels/packet_tensor.h"
+#include "crucible/protocol/object_keys.h"
+#include "crucible/storage/local_store.h"
+#include "crucible/validator/node.h"
+#include "support/fake_chain.h"
+#include "support/in_process.h"
+#include "support/temp_dir.h"
+
+namespace crucible::validator {
+namespace {
+
+namespace fs = std::filesystem;
+namespace keys = protocol::keys;
+using protocol::Rejection;
+
+constexpr std::uint32_t kSamples = 4;
+
+template <typename T>
+T take(Result<T> r) {
+  EXPECT_TRUE(r.is_ok()) << r.status();
+  return std::move(r).value();
+}
+
+chain::PrivateKey key_of(std::uint32_t n) { return testing::test_key(n); }
+using testing::tiny_model;
+
+struct Miner {
+  chain::PrivateKey key;
+  std::uint16_t uid = 0;
+  fs::path root;
+  std::shared_ptr<storage::ObjectStore> store;
+};
+
+class ValidatorInProcess : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::write_token_dataset(dir_.path() / "data");
+    auto ds = data::Dataset::open(dir_.path() / "data", "train");
+    ASSERT_TRUE(ds.is_ok()) << ds.status();
+    dataset_.emplace(std::move(*ds));
+    o_.model = tiny_model();
+    o_.protocol.blocks_per_window = 2;
+    o_.protocol.upload_slot_s = 10;
+    o_.protocol.clock_skew_s = 1;
+    o_.protocol.samples_per_window = kSamples;
+    o_.chain.netuid = fake_.netuid();
+    o_.validator.data_dir = (dir_.path() / "data").string();
+    o_.validator.state_dir = (dir_.path() / "validator").string();
+    o_.validator.eval_batches = 2;
+    o_.validator.weights_every = 1;
+    o_.validator.checkpoint_every = 1000;
+    o_.validator.aggregate_wait_s = 1;
+    o_.validator.random_seed = "test";
+    o_.storage.url = "file://" + (dir_.path() / "validator-store").string();
+    validator_uid_ = fake_.add_neuron(validator_key_, 1000, true);
+    for (std::size_t i = 0; i < replica_specs().size(); ++i) specs_.push_back(replica_specs()[i]);
+  }
+
+  const std::vector<model::TensorSpec>& replica_specs() {
+    if (!replica_) replica_ = take(model::Replica::create(tiny_model(), {"cpu", 1}, o_.protocol.init_seed));
+    return replica_->specs();
+  }
+
+  Miner& add_miner(bool commit = true) {
+    Miner m{key_of(static_cast<std::uint32_t>(miners_.size() + 1)), 0, {}, nullptr};
+    m.uid = fake_.add_neuron(m.key);
+    m.root = dir_.path() / ("miner-" + std::to_string(m.uid));
+    m.store = take(storage::LocalStore::open(m.root));
+    if (commit) {
+      storage::StorageOptions so;
+      so.url = "file://" + m.root.string();
+      fake_.set_commitment_of(m.uid, storage::encode_location(so));
+    }
+    miners_.push_back(std::move(m));
+    return miners_.back();
+  }
+
+  // Mines through window `w`'s slot block, stamped `age_s` seconds ago.
+  void mine_through(std::uint64_t block, double age_s) {
+    const auto t = static_cast<std::uint64_t>(crucible::unix_seconds() - age_s);
+    while (fake_.head() < block) fake_.mine(1, t);
+  }
+
+  packet::Packet honest_packet(const Miner& m, std::uint64_t w, float scale, std::uint64_t seed) {
+    packet::Packet p;
+    p.window = w;
+    p.uid = m.uid;
+    auto idx = dataset_->assignment(m.uid, w, kSamples, static_cast<std::uint64_t>(o_.model.seq_len));
+    p.sample_digest = dataset_->digest(*idx, static_cast<std::uint64_t>(o_.model.seq_len));
+    std::mt19937 rng(static_cast<std::uint32_t>(seed));
+    std::normal_distribution<float> normal(0.0f, scale);
+    for (const auto& s : specs_) {
+      std::vector<float> x(static_cast<std::size_t>(s.numel()));
+      for (float& v : x) v = normal(rng);
+      p.tensors.push_back(*kernels::to_packet_tensor(s.name, s.shape, *kernels::compress(x, s.shape, 1)));
+    }
+    return p;
+  }
+
+  // Puts bytes at the window's gradient key, the file dated `at` (Unix seconds).
+  void put_gradient(const Miner& m, std::uint64_t w, const Bytes& bytes, double at) {
+    ASSERT_TRUE(m.store->put(keys::gradient(w), bytes).is_ok());
+    const auto tp = std::chrono::file_clock::from_sys(std::chrono::system_clock::time_point(
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(at))));
+    fs::last_write_time(m.root / keys::gradient(w), tp);
+  }
+
+  void upload(const Miner& m, std::uint64_t w, const packet::Packet& p, double at,
+              const chain::PrivateKey* signer = nullptr) {
+    auto sealed = chain::seal_packet(p, signer ? *signer : m.key);
+    ASSERT_TRUE(sealed.is_ok()) << sealed.status();
+    put_gradient(m, w, *sealed, at);
+  }
+
+  double slot_start_of(std::uint64_t w) {
+    auto b = fake_.as(validator_key_)->block(protocol::WindowClock(o_.protocol).slot_block(w));
+    return static_cast<double>(b->timestamp);
+  }
+
+  protocol::NodeIo io(std::shared_ptr<chain::Chain> chain = nullptr) {
+    protocol::NodeIo io;
+    io.chain = chain ? chain : fake_.as(validator_key_);
+    io.store = take(storage::LocalStore::open(dir_.path() / "validator-store"));
+    io.open_peer_store = protocol::default_store_opener({});
+    io.clock = system_clock();
+    return io;
+  }
+
+  // The pieces of a WindowContext, for calling steps one by one.
+  struct Parts {
+    protocol::NodeIo io;
+    std::unique_ptr<protocol::PeerDirectory> peers;
+    std::unique_ptr<storage::StateStore> db;
+    std::unique_ptr<model::Replica> replica;
+    std::atomic<bool> stop{false};
+  };
+  std::unique_ptr<Parts> parts(std::shared_ptr<chain::Chain> chain = nullptr) {
+    auto p = std::make_unique<Parts>();
+    p->io = io(std::move(chain));
+    p->peers = std::make_unique<protocol::PeerDirectory>(*p->io.chain, fake_.netuid(), p->io.open_peer_store);
+    fs::create_directories(o_.validator.state_dir);
+    p->db = take(storage::StateStore::open((fs::path(o_.validator.state_dir) / "db").string()));
+    p->replica = take(model::Replica::create(o_.model, {"cpu", 1}, o_.protocol.init_seed));
+    return p;
+  }
+  WindowContext context(Parts& p) {
+    return WindowContext{
+        o_, p.io,  protocol::WindowClock(o_.protocol), *p.peers, *p.db, *dataset_, *p.replica, validator_uid_,
+        7,  p.stop};
+  }
+
+  testing::TempDir dir_;
+  testing::FakeChain fake_;
+  ValidatorNodeOptions o_;
+  std::optional<data::Dataset> dataset_;
+  std::unique_ptr<model::Replica> replica_;
+  std::vector<model::TensorSpec> specs_;
+  chain::PrivateKey validator_key_ = key_of(1000);
+  std::uint16_t validator_uid_ = 0;
+  std::deque<Miner> miners_;
+};
+
+TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
+  const std::uint64_t w = 3;
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+  const double start = slot_start_of(w);
+  const double in_slot = start + 2;
+  Miner& honest = add_miner();
+  upload(honest, w, honest_packet(honest, w, 0.01f, 1), in_slot);
+  Miner& missing = add_miner();
+  Miner& late = add_miner();
+  upload(late, w, honest_packet(late, w, 0.01f, 2), start + o_.protocol.upload_slot_s + 5);
+  Miner& early = add_miner();
+  upload(early, w, honest_packet(early, w, 0.01f, 3), start - 5);
+  Miner& garbage = add_miner();
+  put_gradient(garbage, w, Bytes(300, 0x42), in_slot);
+  Miner& wrong_signer = add_miner();
+  const auto stranger = key_of(999);
+  upload(wrong_signer, w, honest_packet(wrong_signer, w, 0.01f, 4), in_slot, &stranger);
+  Miner& wrong_header = add_miner();
+  auto other_window = honest_packet(wrong_header, w, 0.01f, 5);
+  other_window.window = w + 1;
+  upload(wrong_header, w, other_window, in_slot);
+  Miner& other_data = add_miner();
+  auto od = honest_packet(other_data, w, 0.01f, 6);
+  od.sample_digest = honest_packet(honest, w, 0.01f, 6).sample_digest;
+  upload(other_data, w, od, in_slot);
+  Miner& shape = add_miner();
+  auto bent = honest_packet(shape, w, 0.01f, 7);
+  {
+    const auto& s = specs_[0];                                 // a matrix, claimed flat
+    std::vector<std::int64_t> other{s.shape[0] * s.shape[1]};  // flattened: another shape
+    std::vector<float> x(static_cast<std::size_t>(s.numel()), 0.01f);
+    bent.tensors[1] = *kernels::to_packet_tensor(s.name, other, *kernels::compress(x, other, 1));
+  }
+  upload(shape, w, bent, in_slot);
+  Miner& uncommitted = add_miner(false);
+  Miner& copier = add_miner();
+  auto copied = honest_packet(copier, w, 0.01f, 1);  // honest's payload
+  upload(copier, w, copied, in_slot + 1);
+  Miner& replayer = add_miner();
+  upload(replayer, w, honest_packet(replayer, w, 0.01f, 42), in_slot);
+  const chain::PrivateKey other_validator = key_of(2000);
+  fake_.add_neuron(other_validator, 10, true);  // a validator: never gathered as a miner
+
+  auto p = parts();
+  WindowContext cx = context(*p);
+  auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
+  auto uploads = gather(w, *mg, cx);
+  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
+  std::map<std::uint16_t, const Upload*> by;
+  for (const auto& u : *uploads) by[u.uid] = &u;
+  EXPECT_EQ(by.size(), miners_.size());  // every miner, no validator
+  EXPECT_FALSE(by.count(validator_uid_));
+  // The replayer's update was last window's: mark_copies is told so.
+  std::map<chain::Hash32, std::uint16_t> previous{{by.at(replayer.uid)->content, 77}};
+  mark_copies(*uploads, previous, o_.validator.copy_overlap);
+
+  auto reason = [&](const Miner& m) { return by.at(m.uid)->rejection; };
+  EXPECT_TRUE(by.at(honest.uid)->valid()) << by.at(honest.uid)->detail;
+  EXPECT_EQ(reason(missing), Rejection::kMissing);
+  EXPECT_EQ(reason(late), Rejection::kTooLate);
+  EXPECT_EQ(reason(early), Rejection::kTooEarly);
+  EXPECT_EQ(reason(garbage), Rejection::kBadPacket);
+  EXPECT_EQ(reason(wrong_signer), Rejection::kWrongSigner);
+  EXPECT_EQ(reason(wrong_header), Rejection::kWrongHeader);
+  EXPECT_EQ(reason(other_data), Rejection::kNotAssignedData);
+  EXPECT_EQ(reason(shape), Rejection::kWrongShape);
+  EXPECT_EQ(reason(uncommitted), Rejection::kUnreachable);
+  EXPECT_EQ(reason(copier), Rejection::kCopy);
+  EXPECT_THAT(by.at(copier.uid)->detail, ::testing::HasSubstr("uid " + std::to_string(honest.uid)));
+  EXPECT_EQ(reason(replayer), Rejection::kReplay);
+  for (const auto& u : *uploads) {
+    if (u.rejection) {
+      EXPECT_FALSE(u.detail.empty()) << protocol::name(*u.rejection);
+    }
+  }
+}
+
+Upload valid_upload(std::uint16_t uid, std::int64_t at_ms, std::uint8_t content,
+                    std::vector<kernels::CompressedTensor> t) {
+  Upload u;
+  u.uid = uid;
+  u.uploaded = true;
+  u.last_modified_ms = at_ms;
+  u.content.fill(content);
+  u.tensors = std::move(t);
+  return u;
+}
+
+TEST(MarkCopies, TheLaterOfTwoEqualUpdatesIsTheCopy) {
+  std::vector<float> x(4096);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i));
+  std::vector<float> y(4096);
+  for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::cos(static_cast<float>(i * 7));
+  const std::vector<std::int64_t> shape{64, 64};
+  auto cx = *kernels::compress(x, shape, 1);
+  auto cy = *kernels::compress(y, shape, 1);
+  std::vector<Upload> u{valid_upload(5, 2000, 1, {cx}), valid_upload(3, 1000, 2, {cx}),   // same indices as 3's
+                        valid_upload(9, 1500, 3, {cy}), valid_upload(4, 3000, 3, {cy})};  // same payload as 9's
+  u.push_back(valid_upload(6, 500, 8, {cy}));
+  u.back().reject(Rejection::kTooEarly, "x");  // invalid ones are neither copies nor originals
+  mark_copies(u, {}, 0.5);
+  EXPECT_TRUE(u[1].valid());  // 3 was first
+  EXPECT_EQ(u[0].rejection, Rejection::kCopy);
+  EXPECT_THAT(u[0].detail, ::testing::HasSubstr("uid 3"));
+  EXPECT_TRUE(u[2].valid());
+  EXPECT_EQ(u[3].rejection, Rejection::kCopy);
+  EXPECT_EQ(u[4].rejection, Rejection::kTooEarly);
+  // A repeat of last window's update is a replay, whoever uploads it first.
+  std::vector<Upload> again{valid_upload(3, 1000, 2, {cx})};
+  mark_copies(again, {{again[0].content, 5}}, 0.5);
+  EXPECT_EQ(again[0].rejection, Rejection::kReplay);
+}
+
+TEST_F(ValidatorInProcess, TheLeadFixesItsSetOnceFromTheValidUploads) {
+  const std::uint64_t w = 2;
+  std::vector<Upload> uploads{valid_upload(4, 0, 1, {}), valid_upload(2, 0, 2, {}), valid_upload(7, 0, 3, {})};
+  uploads[0].digest.fill(4);
+  uploads[1].digest.fill(2);
+  uploads[2].digest.fill(7);
+  uploads[2].reject(Rejection::kCopy, "copy");
+  ValidatorState st;
+  st.model.window = 1;
+  st.scores[2].last_evaluated = 1;
+  st.scores[2].final_score = 0;  // evaluated and not positive: left out
+  auto p = parts();
+  WindowContext cx = context(*p);
+  auto set = fix_aggregation_set(w, uploads, st, cx);
+  ASSERT_TRUE(set.is_ok()) << set.status();
+  EXPECT_EQ(set->set.uids, (std::vector<std::uint16_t>{4}));
+  EXPECT_EQ(set->set.prev, 1u);
+  auto stored = p->io.store->get(keys::aggregate(w), protocol::kMaxSetBytes);
+  ASSERT_TRUE(stored.is_ok());
+  EXPECT_EQ(stored->data, set->bytes);
+  // After a restart the published set is final, whatever the uploads are now.
+  st.scores.clear();
+  auto again = fix_aggregation_set(w, uploads, st, cx);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(again->bytes, set->bytes);
+}
+
+TEST_F(ValidatorInProcess, WeightsAreLoggedSoACrashNeverPostsTwice) {
+  auto faulty = std::make_shared<chain::FaultInjectingChain>(fake_.as(validator_key_), chain::ChainFaults{});
+  auto p = parts(faulty);
+  WindowContext cx = context(*p);
+  ValidatorState st;
+  st.scores[5].final_score = 0.5;
+  st.scores[6].final_score = 0.25;
+  mine_through(10, 0);
+  // Window 0 = epoch 0: posted once; asking again does nothing.
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  ASSERT_EQ(fake_.weights().size(), 1u);
+  EXPECT_EQ(fake_.weights()[0].uids, (std::vector<std::uint16_t>{5, 6}));
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  EXPECT_EQ(fake_.weights().size(), 1u);
+  // Epoch 1: the transaction lands but its receipt is lost (a crash would
+  // look the same). The entry stays pending and the chain settles it.
+  faulty->set_faults({.lose_next_transactions = 1});
+  EXPECT_TRUE(maybe_post_weights(1, st, cx).is_ok());
+  EXPECT_EQ(fake_.weights().size(), 2u);
+  auto logged = p->db->get(storage::Family::kWeightsLog, epoch_key(1));
+  ASSERT_TRUE(logged.is_ok() && logged->has_value());
+  EXPECT_EQ(weights_entry_from_json(nlohmann::json::parse(**logged))->phase, WeightsPhase::kPending);
+  fake_.mine(1);
+  ASSERT_TRUE(maybe_post_weights(1, st, cx).is_ok());  // the restart's retry
+  EXPECT_EQ(fake_.weights().size(), 2u);               // not posted again
+  logged = p->db->get(storage::Family::kWeightsLog, epoch_key(1));
+  auto entry = weights_entry_from_json(nlohmann::json::parse(**logged));
+  EXPECT_EQ(entry->phase, WeightsPhase::kConfirmed);
+  EXPECT_TRUE(entry->confirmed_after_restart);
+  // Epoch 2: never sent before the crash: sent once after it.
+  faulty->set_faults({.fail_next_transactions = 1});
+  EXPECT_TRUE(maybe_post_weights(2, st, cx).is_ok());
+  EXPECT_EQ(fake_.weights().size(), 2u);
+  ASSERT_TRUE(maybe_post_weights(2, st, cx).is_ok());
+  EXPECT_EQ(fake_.weights().size(), 3u);
+  // Windows between posts post nothing.
+  o_.validator.weights_every = 2;
+  ASSERT_TRUE(maybe_post_weights(6, st, cx).is_ok());
+  EXPECT_EQ(fake_.weights().size(), 3u);
+}
+
+TEST_F(ValidatorInProcess, CommitRevealResendsTheLoggedCommitAfterACrash) {
+  fake_.set_commit_reveal(true);
+  auto faulty = std::make_shared<chain::FaultInjectingChain>(fake_.as(validator_key_), chain::ChainFaults{});
+  auto p = parts(faulty);
+  WindowContext cx = context(*p);
+  ValidatorState st;
+  st.scores[5].final_score = 0.5;
+  // The commit is logged, then the process dies before it is sent.
+  faulty->set_faults({.fail_next_transactions = 1});
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  EXPECT_TRUE(fake_.commits().empty());
+  auto logged =
+      weights_entry_from_json(nlohmann::json::parse(**p->db->get(storage::Family::kWeightsLog, epoch_key(0))));
+  ASSERT_TRUE(logged.is_ok());
+  ASSERT_TRUE(logged->commit.has_value());
+  const chain::Hash32 first_hash = logged->commit->hash;
+  // (Failed sends of a commit are retried as the same commit.)
+  auto reset = *logged;
+  reset.phase = WeightsPhase::kCommitting;
+  storage::StateStore::Batch b;
+  const std::string text = to_json(reset).dump();
+  b.put(storage::Family::kWeightsLog, epoch_key(0), as_bytes(text));
+  ASSERT_TRUE(p->db->commit(std::move(b)).is_ok());
+  st.scores[5].final_score = 0.9;  // new scores must not change what was committed
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  ASSERT_EQ(fake_.commits().size(), 1u);
+  EXPECT_EQ(fake_.commits()[0].hash, first_hash);
+  // The next epoch reveals it, then commits its own.
+  ASSERT_TRUE(maybe_post_weights(1, st, cx).is_ok());
+  ASSERT_EQ(fake_.weights().size(), 1u);
+  EXPECT_TRUE(fake_.weights()[0].revealed);
+  EXPECT_EQ(fake_.commits().size(), 2u);
+}
+
+TEST_F(ValidatorInProcess, NodeRunsWindowsAndRestoresAfterARestart) {
+  Miner& a = add_miner();
+  Miner& b = add_miner();
+  Miner& bad = add_miner();
+  const protocol::WindowClock clock(o_.protocol);
+  mine_through(clock.slot_block(3), 100);  // every slot of windows 0..2 has closed
+  for (std::uint64_t w = 0; w < 3; ++w) {
+    const double at = slot_start_of(w) + 1;
+    upload(a, w, honest_packet(a, w, 0.01f, 10 + w), at);
+    upload(b, w, honest_packet(b, w, 0.01f, 20 + w), at);
+    put_gradient(bad, w, Bytes(100, 1), at);
+  }
+  o_.validator.start_window = 0;
+  o_.validator.end_window = 3;
+  std::atomic<bool> stop{false};
+  {
+    auto node = ValidatorNode::create(o_, validator_key_, io());
+    ASSERT_TRUE(node.is_ok()) << node.status();
+    ASSERT_TRUE((*node)->run(stop).is_ok());
+    EXPECT_EQ((*node)->model_window(), 2u);
+    auto last = (*node)->state().last_committed_window();
+    ASSERT_TRUE(last.is_ok());
+    EXPECT_EQ(*last, 2u);
+    auto row = (*node)->state().get(storage::Family::kWindowScores, window_uid_key(1, bad.uid));
+    ASSERT_TRUE(row.is_ok() && row->has_value());
+    auto result = uid_result_from_json(nlohmann::json::parse(**row));
+    ASSERT_TRUE(result.is_ok());
+    EXPECT_EQ(result->rejection, Rejection::kBadPacket);
+  }
+  // The lead published a set for each window, chained by prev. Window 0
+  // takes both valid uploads; after it, uids scored <= 0 (no fingerprints
+  // here, so no sync) are left out, as choose_set says.
+  auto own = take(storage::LocalStore::open(dir_.path() / "validator-store"));
+  for (std::uint64_t w = 0; w < 3; ++w) {
+    auto s = own->get(keys::aggregate(w), protocol::kMaxSetBytes);
+    ASSERT_TRUE(s.is_ok()) << w;
+    auto set = protocol::decode_set(s->data);
+    ASSERT_TRUE(set.is_ok());
+    EXPECT_EQ(set->prev, w == 0 ? std::nullopt : std::optional<std::uint64_t>(w - 1));
+    if (w == 0) {
+      EXPECT_EQ(set->uids, (std::vector<std::uint16_t>{a.uid, b.uid}));
+    }
+  }
+  const fs::path model = fs::path(o_.validator.state_dir) / "model.safetensors";
+  auto first = files::read_file(model, 1 << 30);
+  ASSERT_TRUE(first.is_ok());
+  // A restart with the model file lost: the node re-applies the published
+  // sets and reaches the same model, bit for bit, without re-running windows.
+  fs::remove(model);
+  {
+    auto node = ValidatorNode::create(o_, validator_key_, io());
+    ASSERT_TRUE(node.is_ok()) << node.status();
+    ASSERT_TRUE((*node)->run(stop).is_ok());
+    EXPECT_EQ((*node)->model_window(), 2u);
+  }
+  auto second = files::read_file(model, 1 << 30);
+  ASSERT_TRUE(second.is_ok());
+  EXPECT_EQ(*first, *second);
+}
+
+}  // namespace
+}  // namespace crucible::validator

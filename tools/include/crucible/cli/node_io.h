@@ -1,0 +1,17 @@
+// The real I/O of a node binary, built from its config: the EVM chain, the
+// node's own store (read and write credentials), and an opener for peers'
+// stores. Only the node binaries' main() calls this; node libraries receive
+// what it builds (protocol::NodeIo) and never build their own.
+#pragma once
+
+#include "crucible/chain/keys.h"
+#include "crucible/cli/node_config.h"
+#include "crucible/protocol/node_io.h"
+
+namespace crucible::cli {
+
+// peer_policy: retries and deadline of every call on a peer's store.
+Result<protocol::NodeIo> make_node_io(const NodeConfig& config, const chain::PrivateKey& key,
+                                      storage::RetryPolicy peer_policy);
+
+}  // namespace crucible::cli

@@ -1,0 +1,134 @@
+// One window of the validator, step by step (protocol.md §6-§10):
+//   gather -> copies -> fix the set (lead) -> evaluate -> score -> record
+//   -> advance the model -> weights
+// Each step is a function of its own file with explicit inputs and outputs;
+// process_window (window.cpp) calls them in that order. What the steps
+// share is a WindowContext (I/O, options, the model) and the
+// ValidatorState carried from window to window.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "crucible/chain/chain.h"
+#include "crucible/common/dataset.h"
+#include "crucible/common/replica.h"
+#include "crucible/kernels/error_feedback.h"
+#include "crucible/protocol/aggregation_set.h"
+#include "crucible/protocol/node_io.h"
+#include "crucible/protocol/rejection.h"
+#include "crucible/protocol/window_clock.h"
+#include "crucible/storage/state_store.h"
+#include "crucible/validator/gauntlet.h"
+#include "crucible/validator/node.h"
+#include "crucible/validator/state.h"
+
+namespace crucible::validator {
+
+// Seeds: the window mixed into the private seed, and the "uid that does
+// not exist" whose assignment is the window's random data (protocol.md §2, §6).
+inline constexpr std::uint64_t kWindowSeedMixer = 0x9E3779B97F4A7C15ull;
+inline constexpr std::uint16_t kRandomPoolUidBase = 60000;
+inline constexpr std::uint16_t kRandomPoolUidSpan = 5000;
+inline constexpr auto kPoll = std::chrono::milliseconds(250);
+
+// One uid's upload for the window, after every check.
+struct Upload {
+  std::uint16_t uid = 0;
+  std::optional<protocol::Rejection> rejection;
+  std::string detail;     // for people: what exactly was wrong
+  bool uploaded = false;  // an object was there (valid or not)
+  std::int64_t last_modified_ms = 0;
+  chain::Hash32 digest{};
+  chain::Hash32 content{};  // Keccak of the tensors' payloads: the same update signed by anyone
+  std::vector<kernels::CompressedTensor> tensors;
+
+  bool valid() const { return uploaded && !rejection; }
+  void reject(protocol::Rejection r, std::string why) {
+    rejection = r;
+    detail = std::move(why);
+  }
+};
+
+// The validator's copy of the global model and what it was built from.
+struct ModelState {
+  std::optional<std::uint64_t> window;  // last aggregate applied
+  chain::Hash32 basis{};                // Keccak of that set as published
+  model::TensorValues last_aggregate;   // for sync scores
+};
+
+// Carried from window to window (and rebuilt by restore()).
+struct ValidatorState {
+  std::map<std::uint16_t, MinerScore> scores;
+  ModelState model;
+  std::map<chain::Hash32, std::uint16_t> previous_contents;  // last window's valid updates (replays)
+};
+
+struct WindowContext {
+  const ValidatorNodeOptions& o;
+  protocol::NodeIo& io;
+  protocol::WindowClock clock;
+  protocol::PeerDirectory& peers;
+  storage::StateStore& db;
+  const data::Dataset& dataset;
+  model::Replica& replica;
+  std::uint16_t uid = 0;           // this validator's
+  std::uint64_t private_seed = 0;  // seeds the evaluation choice and the random data
+  const std::atomic<bool>& stop;
+
+  chain::Chain& chain() { return *io.chain; }
+};
+
+// gather.cpp: every miner's upload for w, checked (a rejection per uid).
+Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg, WindowContext& cx);
+Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_t w, const protocol::UploadSlot& slot,
+                    storage::ObjectStore& peer, WindowContext& cx);
+
+// copies.cpp (pure): the later of two uploads of the same update (same
+// payload, or top-k index overlap >= copy_overlap) is a copy; a repeat of
+// one of the previous window's updates is a replay.
+void mark_copies(std::vector<Upload>& uploads, const std::map<chain::Hash32, std::uint16_t>& previous,
+                 double copy_overlap);
+
+// aggregation.cpp: the lead fixes w's set (or reads the one it already
+// published); the bytes as stored come with it.
+struct PublishedSet {
+  protocol::AggregationSet set;
+  Bytes bytes;
+};
+Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Upload>& uploads, const ValidatorState& st,
+                                         WindowContext& cx);
+// theta_{w+1}: the lead applies its own set; others wait for the lead's.
+Status advance_model(std::uint64_t w, const chain::Metagraph& mg, const std::optional<PublishedSet>& own,
+                     ValidatorState& st, WindowContext& cx);
+Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, ModelState& model, WindowContext& cx);
+Status save_model(const ModelState& model, WindowContext& cx);
+
+// evaluate.cpp: Gauntlet losses for a sample of the valid uploads.
+struct Evaluated {
+  WindowInput input;
+  WindowSummary summary;
+};
+Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const ValidatorState& st, WindowContext& cx);
+
+// sync.cpp: steps behind, from each evaluated uid's fingerprint.
+std::map<std::uint16_t, double> sync(std::uint64_t w, const std::vector<Evaluation>& evaluations,
+                                     const ModelState& model, WindowContext& cx);
+
+// record.cpp: w's results, one RocksDB batch with the progress mark.
+std::vector<UidResult> window_results(const std::vector<Upload>& uploads, const WindowInput& input,
+                                      const std::map<std::uint16_t, MinerScore>& scores);
+Status record_window(std::uint64_t w, const std::vector<UidResult>& results, const WindowSummary& summary,
+                     const std::map<std::uint16_t, MinerScore>& scores, storage::StateStore& db);
+
+// weights.cpp: every weights_every windows, logged so a restart never posts twice.
+Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx);
+
+// window.cpp: the steps in order.
+Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx);
+
+}  // namespace crucible::validator

@@ -1,0 +1,127 @@
+// The aggregation set and the model's outer step (protocol.md §8-9): the
+// lead fixes and publishes w's set before evaluating; every validator then
+// applies the lead's set (theta_{w+1}), and the lead checkpoints.
+#include <fmt/ranges.h>
+
+#include "crucible/chain/keccak.h"
+#include "crucible/common/file_io.h"
+#include "crucible/common/log.h"
+#include "crucible/common/metrics.h"
+#include "crucible/protocol/checkpoint_pointer.h"
+#include "crucible/protocol/object_keys.h"
+#include "crucible/protocol/peers.h"
+#include "crucible/validator/window.h"
+
+namespace crucible::validator {
+
+namespace fs = std::filesystem;
+namespace keys = protocol::keys;
+
+Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Upload>& uploads, const ValidatorState& st,
+                                         WindowContext& cx) {
+  // A set already published (a restart) is final.
+  auto existing = cx.io.store->get(keys::aggregate(w), protocol::kMaxSetBytes);
+  if (existing.is_ok()) {
+    CRUCIBLE_ASSIGN_OR_RETURN(auto set, protocol::decode_set(existing->data));
+    return PublishedSet{std::move(set), std::move(existing->data)};
+  }
+  if (existing.status().code() != StatusCode::kNotFound) return existing.status();
+  std::vector<protocol::SetCandidate> candidates;
+  for (const auto& u : uploads) {
+    if (!u.valid()) continue;
+    protocol::SetCandidate c{u.uid, u.digest, 0, false};
+    if (auto it = st.scores.find(u.uid); it != st.scores.end()) {
+      c.final_score = it->second.final_score;
+      c.evaluated = it->second.last_evaluated.has_value();
+    }
+    candidates.push_back(c);
+  }
+  PublishedSet out;
+  out.set = protocol::choose_set(w, st.model.window, std::move(candidates), cx.o.protocol.aggregate_top);
+  const std::string encoded = protocol::encode_set(out.set);
+  out.bytes.assign(encoded.begin(), encoded.end());
+  CRUCIBLE_RETURN_IF_ERROR(cx.io.store->put(keys::aggregate(w), out.bytes));
+  log::info("published aggregation set", {{"window", w}, {"uids", fmt::format("{}", fmt::join(out.set.uids, ","))}});
+  return out;
+}
+
+Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, ModelState& model, WindowContext& cx) {
+  model::TensorValues merged;
+  if (!set.uids.empty()) {
+    CRUCIBLE_ASSIGN_OR_RETURN(
+        merged, protocol::fetch_and_merge(set, cx.peers, cx.replica.specs(), cx.o.storage.max_object_bytes));
+    CRUCIBLE_RETURN_IF_ERROR(cx.replica.apply_update(merged, cx.o.protocol.outer_lr));
+  }
+  model.last_aggregate = std::move(merged);
+  model.window = set.window;
+  model.basis = protocol::set_basis(bytes);
+  return Status::ok();
+}
+
+Status save_model(const ModelState& model, WindowContext& cx) {
+  std::map<std::string, std::string> meta{{"window", std::to_string(*model.window)}, {"basis", to_hex(model.basis)}};
+  return cx.replica.save(fs::path(cx.o.validator.state_dir) / "model.safetensors", meta);
+}
+
+namespace {
+
+Status checkpoint(std::uint64_t w, std::uint64_t global_step, const ModelState& model, WindowContext& cx) {
+  const fs::path tmp = fs::path(cx.o.validator.state_dir) / "checkpoint.safetensors";
+  CRUCIBLE_RETURN_IF_ERROR(cx.replica.save(tmp, {{"window", std::to_string(w)}}));
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes bytes, files::read_file(tmp, cx.o.storage.max_object_bytes));
+  CRUCIBLE_RETURN_IF_ERROR(cx.io.store->put(keys::checkpoint(global_step), bytes));
+  protocol::CheckpointPointer ptr{w, global_step, keys::checkpoint(global_step), cx.o.model.canonical(), model.basis};
+  CRUCIBLE_RETURN_IF_ERROR(
+      cx.io.store->put(keys::checkpoint_latest(), as_bytes(protocol::encode_checkpoint_pointer(ptr))));
+  log::info("published checkpoint", {{"window", w}, {"global_step", global_step}});
+  return Status::ok();
+}
+
+// A validator that is not the lead applies the lead's published set,
+// waiting up to aggregate_wait_s for it.
+Status follow_lead(std::uint64_t w, const chain::Metagraph& mg, ModelState& model, WindowContext& cx) {
+  auto lead_uid = protocol::lead_validator(mg);
+  if (!lead_uid) return not_found("no lead validator");
+  CRUCIBLE_ASSIGN_OR_RETURN(auto lead, cx.peers.store_of(*lead_uid));
+  const double deadline = cx.io.clock->unix_seconds() + cx.o.validator.aggregate_wait_s;
+  for (;;) {
+    auto f = lead->get(keys::aggregate(w), protocol::kMaxSetBytes);
+    if (f.is_ok()) {
+      CRUCIBLE_ASSIGN_OR_RETURN(auto set, protocol::decode_set(f->data));
+      if (set.prev != model.window) return failed_precondition("the set of {} builds on another window", w);
+      CRUCIBLE_RETURN_IF_ERROR(apply_set(set, f->data, model, cx));
+      return save_model(model, cx);
+    }
+    if (f.status().code() != StatusCode::kNotFound) return f.status();
+    if (cx.io.clock->unix_seconds() >= deadline || cx.stop.load()) {
+      return not_found("the lead published no set for window {}", w);
+    }
+    cx.io.clock->sleep(kPoll, cx.stop);
+  }
+}
+
+}  // namespace
+
+Status advance_model(std::uint64_t w, const chain::Metagraph& mg, const std::optional<PublishedSet>& own,
+                     ValidatorState& st, WindowContext& cx) {
+  if (!own) {
+    if (Status s = follow_lead(w, mg, st.model, cx); !s.is_ok()) {
+      log::warn("the lead's aggregation set was not applied", {{"window", w}, {"error", s.to_string()}});
+    }
+    return Status::ok();
+  }
+  if (Status s = apply_set(own->set, own->bytes, st.model, cx); !s.is_ok()) {
+    log::error("aggregate not applied", {{"window", w}, {"error", s.to_string()}});
+    return Status::ok();
+  }
+  CRUCIBLE_RETURN_IF_ERROR(save_model(st.model, cx));
+  metrics::global().add(metrics::Counter::kAggregatesApplied, 1, {{"role", "validator"}});
+  if ((w + 1) % cx.o.validator.checkpoint_every == 0) {
+    if (Status c = checkpoint(w, w + 1, st.model, cx); !c.is_ok()) {
+      log::warn("checkpoint failed", {{"error", c.to_string()}});
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace crucible::validator

@@ -1,0 +1,122 @@
+// Evaluation (protocol.md §6): for a sample of the valid uploads, the loss
+// on the uid's own data and on random data before and after applying its
+// update (clipped to the median norm), on the validator's model of w.
+#include <algorithm>
+#include <cmath>
+
+#include "crucible/common/metrics.h"
+#include "crucible/common/sampler.h"
+#include "crucible/kernels/aggregate.h"
+#include "crucible/validator/window.h"
+
+namespace crucible::validator {
+
+using protocol::Rejection;
+
+namespace {
+
+// Tokens of the first `count` samples of `who`'s assignment in window w.
+Result<std::vector<std::int64_t>> tokens_of(std::uint16_t who, std::uint64_t w, std::uint64_t count,
+                                            WindowContext& cx) {
+  const auto L = static_cast<std::uint64_t>(cx.o.model.seq_len);
+  CRUCIBLE_ASSIGN_OR_RETURN(auto idx, cx.dataset.assignment(who, w, cx.o.protocol.samples_per_window, L));
+  idx.resize(std::min<std::size_t>(idx.size(), count));
+  return cx.dataset.tokens(idx, L);
+}
+
+std::int64_t samples_in(const std::vector<std::int64_t>& tokens, WindowContext& cx) {
+  return static_cast<std::int64_t>(tokens.size() / static_cast<std::size_t>(cx.o.model.seq_len));
+}
+
+Result<model::TensorValues> dense(const Upload& u, WindowContext& cx) {
+  model::TensorValues d(u.tensors.size());
+  for (std::size_t t = 0; t < u.tensors.size(); ++t) {
+    d[t].assign(static_cast<std::size_t>(cx.replica.specs()[t].numel()), 0.0f);
+    CRUCIBLE_RETURN_IF_ERROR(kernels::decompress(u.tensors[t], d[t]));
+  }
+  return d;
+}
+
+double norm_of(const model::TensorValues& d) {
+  double sq = 0;
+  for (const auto& t : d)
+    for (float v : t) sq += double(v) * v;
+  return std::sqrt(sq);
+}
+
+}  // namespace
+
+Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const ValidatorState& st, WindowContext& cx) {
+  Evaluated out;
+  WindowInput& in = out.input;
+  in.window = w;
+  std::vector<std::uint16_t> valid;
+  for (const auto& u : uploads) {
+    in.candidates.push_back(u.uid);
+    if (u.valid()) {
+      valid.push_back(u.uid);
+      in.uploaded.push_back(u.uid);
+    } else if (u.uploaded && u.rejection && protocol::ranks_last(*u.rejection)) {
+      in.evaluations.push_back(Evaluation{u.uid, false, std::string(protocol::name(*u.rejection)), 0, 0, 0, 0});
+    }
+  }
+  const std::uint64_t seed = cx.private_seed ^ (w * kWindowSeedMixer);
+  const auto chosen = choose_for_evaluation(valid, st.scores, cx.o.validator.eval_per_window, seed);
+  // Clip to the median norm of the window's valid updates.
+  std::map<std::uint16_t, model::TensorValues> updates;
+  std::map<std::uint16_t, double> norms;
+  std::map<std::uint16_t, Upload*> by_uid;
+  for (auto& u : uploads) {
+    if (!u.valid()) continue;
+    by_uid[u.uid] = &u;
+    auto d = dense(u, cx);
+    if (!d.is_ok()) {
+      u.reject(Rejection::kEvaluationFailed, d.status().to_string());
+      continue;
+    }
+    norms[u.uid] = norm_of(*d);
+    if (std::find(chosen.begin(), chosen.end(), u.uid) != chosen.end()) updates[u.uid] = std::move(*d);
+  }
+  std::vector<double> all_norms;
+  for (auto& [u, n] : norms) all_norms.push_back(n);
+  const double median = all_norms.empty() ? 0 : kernels::median_of(all_norms);
+  const auto rand_uid = static_cast<std::uint16_t>(kRandomPoolUidBase + SplitMix64(seed).next() % kRandomPoolUidSpan);
+  CRUCIBLE_ASSIGN_OR_RETURN(auto rand_tokens, tokens_of(rand_uid, w, cx.o.validator.eval_batches, cx));
+  const auto n_rand = samples_in(rand_tokens, cx);
+  double before_rand = 0;
+  if (!chosen.empty()) {
+    CRUCIBLE_ASSIGN_OR_RETURN(before_rand, cx.replica.loss(rand_tokens, n_rand));
+  }
+  for (std::uint16_t who : chosen) {
+    if (!updates.count(who)) continue;  // failed to decode: rejected above
+    CRUCIBLE_ASSIGN_OR_RETURN(auto own, tokens_of(who, w, cx.o.validator.eval_batches, cx));
+    const auto n_own = samples_in(own, cx);
+    CRUCIBLE_ASSIGN_OR_RETURN(double before_own, cx.replica.loss(own, n_own));
+    const double clip = norms[who] > median && norms[who] > 0 ? median / norms[who] : 1.0;
+    const double scale = cx.o.protocol.outer_lr * cx.o.validator.eval_lr_factor * clip;
+    auto after = cx.replica.probe(updates[who], scale, own, n_own, rand_tokens, n_rand);
+    metrics::global().add(metrics::Counter::kEvaluations);
+    Evaluation e{who, true, "", before_own, 0, before_rand, 0};
+    if (!after.is_ok()) {
+      e.valid = false;
+      e.reason = protocol::name(Rejection::kEvaluationFailed);
+      by_uid[who]->reject(Rejection::kEvaluationFailed, after.status().to_string());
+    } else if (!std::isfinite(after->first) || !std::isfinite(after->second)) {
+      e.valid = false;
+      e.reason = protocol::name(Rejection::kNonFinite);
+      by_uid[who]->reject(Rejection::kNonFinite, "the update makes the loss non-finite");
+    } else {
+      e.loss_after_own = after->first;
+      e.loss_after_rand = after->second;
+    }
+    in.evaluations.push_back(e);
+  }
+  out.summary.window = w;
+  out.summary.evaluated = chosen;
+  out.summary.random_uid = rand_uid;
+  out.summary.loss_before_rand = before_rand;
+  out.summary.median_norm = median;
+  return out;
+}
+
+}  // namespace crucible::validator

@@ -1,0 +1,49 @@
+// One window, as protocol.md §6-§10 orders it.
+#include "crucible/validator/window.h"
+#include "crucible/common/log.h"
+#include "crucible/common/metrics.h"
+#include "crucible/common/retry.h"
+
+namespace crucible::validator {
+
+Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
+  if (!mg.is_ok()) return mg.status();
+  CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads, gather(w, *mg, cx));  // gather.cpp
+  mark_copies(uploads, st.previous_contents, cx.o.validator.copy_overlap);     // copies.cpp
+  std::optional<PublishedSet> set;                                             // aggregation.cpp
+  if (protocol::lead_validator(*mg) == cx.uid) {
+    CRUCIBLE_ASSIGN_OR_RETURN(set, fix_aggregation_set(w, uploads, st, cx));
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));  // evaluate.cpp
+  ev.input.steps_behind = sync(w, ev.input.evaluations, st.model, cx);    // sync.cpp
+  score_window(st.scores, ev.input, cx.o.protocol.scoring);               // gauntlet.cpp
+  ev.summary.lead = set.has_value();
+  if (set) {
+    ev.summary.aggregate = set->set.uids;
+    ev.summary.aggregate_prev = set->set.prev;
+  }
+  const auto results = window_results(uploads, ev.input, st.scores);
+  CRUCIBLE_RETURN_IF_ERROR(record_window(w, results, ev.summary, st.scores, cx.db));  // record.cpp
+  st.previous_contents.clear();
+  for (const auto& u : uploads)
+    if (u.valid()) st.previous_contents[u.content] = u.uid;
+  CRUCIBLE_RETURN_IF_ERROR(advance_model(w, *mg, set, st, cx));  // aggregation.cpp
+  if (Status s = maybe_post_weights(w, st, cx); !s.is_ok()) {    // weights.cpp
+    log::error("weights", {{"error", s.to_string()}});
+  }
+  std::size_t valid = 0;
+  for (const auto& u : uploads) valid += u.valid();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  log::info("window done", {{"window", w},
+                            {"uploads_valid", valid},
+                            {"evaluated", ev.input.evaluations.size()},
+                            {"lead", set.has_value()},
+                            {"seconds", seconds}});
+  metrics::global().set(metrics::Gauge::kWindow, static_cast<double>(w), {{"role", "validator"}});
+  metrics::global().observe(metrics::Histogram::kWindowDurationSeconds, seconds, {{"role", "validator"}});
+  return Status::ok();
+}
+
+}  // namespace crucible::validator
