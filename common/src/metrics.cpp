@@ -55,6 +55,11 @@ const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges =
     {"crucible_miner_loss", "Mean training loss of the miner's last window.", Kind::kGauge, none(), {}},
     {"crucible_miner_tokens_per_second", "Training throughput of the last window.", Kind::kGauge, none(), {}},
     {"crucible_global_step", "Outer steps applied to the node's model.", Kind::kGauge, kRole, {}},
+    {"crucible_heldout_loss",
+     "Mean next-token loss of the global model on the held-out samples.",
+     Kind::kGauge,
+     none(),
+     {}},
 }};
 
 const std::array<Definition, static_cast<std::size_t>(Histogram::kCount_)> kHistograms = {{

@@ -54,7 +54,11 @@ Status MinerNode::Impl::catch_up(std::optional<std::uint64_t> wait_for, const st
     if (!windows.is_ok()) return Status::ok();
     for (std::uint64_t w : *windows) {
       if (Status st = apply_one(**lead, w); !st.is_ok()) {
-        log::warn("aggregate not applied; will retry", {{"window", w}, {"error", st.to_string()}});
+        // A set that cannot be applied (its packets gone or bad) is not
+        // retried forever: the lead's next checkpoint takes the model past it.
+        if (!st.is_transient()) stuck_window = w;
+        log::warn("aggregate not applied; will retry or load the lead's next checkpoint",
+                  {{"window", w}, {"error", st.to_string()}});
         return Status::ok();
       }
     }
@@ -67,16 +71,18 @@ Status MinerNode::Impl::catch_up(std::optional<std::uint64_t> wait_for, const st
   }
 }
 
+// Whether the model must come from a checkpoint: a set that cannot be
+// applied, a gap in the set chain, or a fresh miner.
+Result<bool> MinerNode::Impl::checkpoint_needed(storage::ObjectStore& lead, const std::vector<std::uint64_t>& windows) {
+  if (stuck_window && (!state.applied_window || *stuck_window > *state.applied_window)) return true;
+  if (windows.empty()) return !state.applied_window;  // fresh: start from the newest model there is
+  CRUCIBLE_ASSIGN_OR_RETURN(storage::Fetched f, lead.get(keys::aggregate(windows.front()), protocol::kMaxSetBytes));
+  auto set = protocol::decode_set(f.data);
+  return set.is_ok() && set->prev != state.applied_window;
+}
+
 Status MinerNode::Impl::maybe_load_checkpoint(storage::ObjectStore& lead, const std::vector<std::uint64_t>& windows) {
-  bool needed = false;
-  if (!windows.empty()) {
-    auto f = lead.get(keys::aggregate(windows.front()), protocol::kMaxSetBytes);
-    if (!f.is_ok()) return f.status();
-    auto set = protocol::decode_set(f->data);
-    needed = set.is_ok() && set->prev != state.applied_window;
-  } else {
-    needed = !state.applied_window;  // fresh: start from the newest model there is
-  }
+  CRUCIBLE_ASSIGN_OR_RETURN(bool needed, checkpoint_needed(lead, windows));
   if (!needed) return Status::ok();
   auto latest = lead.get(keys::checkpoint_latest(), protocol::kMaxCheckpointPointerBytes);
   if (latest.status().code() == StatusCode::kNotFound) return Status::ok();  // none yet: follow the chain
@@ -96,6 +102,7 @@ Status MinerNode::Impl::maybe_load_checkpoint(storage::ObjectStore& lead, const 
   state.applied_window = ptr.window;
   state.global_step = ptr.global_step;
   state.basis = ptr.basis;
+  if (stuck_window && *stuck_window <= ptr.window) stuck_window.reset();
   CRUCIBLE_RETURN_IF_ERROR(commit());
   log::info("loaded checkpoint", {{"window", ptr.window}, {"global_step", ptr.global_step}, {"key", ptr.key}});
   return Status::ok();
@@ -111,7 +118,7 @@ Status MinerNode::Impl::apply_one(storage::ObjectStore& lead, std::uint64_t w) {
                                state.applied_window ? std::to_string(*state.applied_window) : "none");
   }
   if (!set.uids.empty()) {
-    CRUCIBLE_ASSIGN_OR_RETURN(auto merged, protocol::fetch_and_merge(set, *peers, specs(), o.storage.max_object_bytes));
+    CRUCIBLE_ASSIGN_OR_RETURN(auto merged, protocol::fetch_and_merge(set, lead, specs(), o.storage.max_object_bytes));
     CRUCIBLE_RETURN_IF_ERROR(replica->apply_update(merged, o.protocol.outer_lr));
   }
   state.applied_window = w;

@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     }
 
     miner::MinerNodeOptions options{config.protocol, config.chain, config.storage, config.model, config.miner};
-    auto io = cli::make_node_io(config, *key, config.storage.retry_policy());
+    auto io = cli::make_node_io(config, *key, config.storage.retry_policy().deadline);
     if (!io.is_ok()) {
       log::error("the miner cannot start", {{"error", io.status().to_string()}});
       return io.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;

@@ -6,7 +6,7 @@
 
 namespace crucible::protocol {
 
-StoreOpener default_store_opener(storage::RetryPolicy policy) {
+StoreOpener default_store_opener(storage::PeerPolicy policy) {
   return [policy](const storage::PeerLocation& location) { return storage::open_peer_store(location, policy); };
 }
 
@@ -42,7 +42,18 @@ Result<std::uint16_t> join_subnet(chain::Chain& chain, std::uint16_t netuid, con
   return *uid;
 }
 
-Result<TensorValues> fetch_and_merge(const AggregationSet& set, PeerDirectory& peers,
+Status store_set_packets(const AggregationSet& set, const std::vector<ByteSpan>& packets, storage::ObjectStore& lead) {
+  if (packets.size() != set.uids.size()) {
+    return invalid_argument("set of {} uids with {} packets", set.uids.size(), packets.size());
+  }
+  for (std::size_t i = 0; i < packets.size(); ++i) {
+    CRUCIBLE_RETURN_IF_ERROR(lead.put(keys::set_packet(set.window, set.uids[i]), packets[i])
+                                 .with_context(fmt::format("set {}: uid {}", set.window, set.uids[i])));
+  }
+  return Status::ok();
+}
+
+Result<TensorValues> fetch_and_merge(const AggregationSet& set, storage::ObjectStore& lead,
                                      const std::vector<TensorSpec>& specs, std::uint64_t max_packet_bytes) {
   std::vector<PeerTensors> updates;
   packet::Limits limits;
@@ -50,9 +61,7 @@ Result<TensorValues> fetch_and_merge(const AggregationSet& set, PeerDirectory& p
   for (std::size_t i = 0; i < set.uids.size(); ++i) {
     const std::uint16_t uid = set.uids[i];
     auto fail = [&](const Status& st) { return st.with_context(fmt::format("aggregate {}: uid {}", set.window, uid)); };
-    auto store = peers.store_of(uid);
-    if (!store.is_ok()) return fail(store.status());
-    auto fetched = (*store)->get(keys::gradient(set.window), max_packet_bytes);
+    auto fetched = lead.get(keys::set_packet(set.window, uid), max_packet_bytes);
     if (!fetched.is_ok()) return fail(fetched.status());
     auto opened = chain::open_packet(fetched->data, limits);
     if (!opened.is_ok()) return fail(opened.status());

@@ -5,6 +5,7 @@
 #include <fmt/ranges.h>
 
 #include "crucible/kernels/aggregate.h"
+#include "crucible/kernels/pack12.h"
 #include "crucible/kernels/packet_tensor.h"
 
 namespace crucible::protocol {
@@ -29,6 +30,25 @@ Result<std::vector<kernels::CompressedTensor>> decode_update(const packet::Packe
     out.push_back(std::move(c));
   }
   return out;
+}
+
+Result<std::uint64_t> expected_packet_bytes(const std::vector<TensorSpec>& specs) {
+  packet::Packet p;
+  for (const auto& s : specs) {
+    CRUCIBLE_ASSIGN_OR_RETURN(kernels::BlockLayout layout, kernels::layout_for(s.shape));
+    packet::Tensor t;
+    t.name = s.name;
+    t.shape = s.shape;
+    t.block_rows = static_cast<std::uint32_t>(layout.block_rows);
+    t.block_cols = static_cast<std::uint32_t>(layout.block_cols);
+    t.k = static_cast<std::uint32_t>(layout.k);
+    const auto kept = static_cast<std::size_t>(layout.kept());
+    t.indices.resize(kernels::packed12_size(kept));
+    t.codes.resize(kernels::packed2_size(kept));
+    p.tensors.push_back(std::move(t));
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes body, packet::encode_body(p));
+  return static_cast<std::uint64_t>(body.size() + packet::kTrailerBytes);
 }
 
 Result<TensorValues> merge_updates(const std::vector<PeerTensors>& peers, const std::vector<TensorSpec>& specs) {

@@ -100,6 +100,12 @@ Result<std::unique_ptr<LocalStore>> LocalStore::open(const fs::path& root, Retry
   return std::unique_ptr<LocalStore>(new LocalStore(fs::absolute(root), policy));
 }
 
+Result<std::unique_ptr<LocalStore>> LocalStore::open_existing(const fs::path& root, RetryPolicy policy) {
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) return not_found("local store {}: no such folder", root.string());
+  return std::unique_ptr<LocalStore>(new LocalStore(fs::absolute(root), policy));
+}
+
 std::string LocalStore::describe() const { return "file://" + root_.string(); }
 
 Status LocalStore::do_put(std::string_view key, ByteSpan data, const Sha256& sha256) {

@@ -12,6 +12,10 @@ void bind_options(config::Schema& schema, StorageOptions& o) {
   schema.add_secret("storage.write_secret_access_key", &o.write_secret_access_key, "Secret for the write key id.");
   schema.add_double("storage.call_timeout_s", &o.call_timeout_s, "Deadline of one store call, retries included.", 1,
                     3600);
+  schema.add_bool("storage.peer_file_urls", &o.peer_file_urls,
+                  "Accept file:// store locations from peers (only for a local network on one machine).");
+  schema.add_bool("storage.peer_private_endpoints", &o.peer_private_endpoints,
+                  "Accept peers' S3 endpoints on loopback, private or link-local addresses.");
   schema.add_int("storage.max_attempts", &o.max_attempts, "Attempts per call on transient failures.", 1, 20);
   schema.add_int("storage.max_object_bytes", &o.max_object_bytes, "Largest object this node will read.", 1,
                  std::int64_t{1} << 40);

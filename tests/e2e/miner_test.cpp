@@ -25,6 +25,7 @@
 #include "crucible/protocol/checkpoint_pointer.h"
 #include "crucible/protocol/fingerprint.h"
 #include "crucible/protocol/object_keys.h"
+#include "crucible/protocol/peers.h"
 #include "crucible/protocol/update.h"
 #include "crucible/storage/local_store.h"
 #include "crucible/storage/peer_location.h"
@@ -76,6 +77,7 @@ rpc_url = "{}"
 chain_id = 0
 [storage]
 url = "file://{}"
+peer_file_urls = true
 [miner]
 data_dir = "{}"
 state_dir = "{}"
@@ -129,6 +131,7 @@ TEST_F(MinerNodeTest, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate
   auto opened0 = chain::open_packet(packet0->data);
   ASSERT_TRUE(opened0.is_ok()) << opened0.status();
   protocol::AggregationSet set{w0, std::nullopt, {miner_uid_}, {opened0->digest}};
+  ASSERT_TRUE(protocol::store_set_packets(set, {packet0->data}, *lead_store_).is_ok());  // the lead's copy
   ASSERT_TRUE(lead_store_->put(keys::aggregate(w0), as_bytes(protocol::encode_set(set))).is_ok());
 
   EXPECT_EQ(miner.wait(120'000), 0);

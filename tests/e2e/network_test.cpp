@@ -110,6 +110,8 @@ clock_skew_s = 0.5
 samples_per_window = {}
 [chain]
 rpc_url = "{}"
+[storage]
+peer_file_urls = true
 )",
                                                       kBlocksPerWindow, kSamples, chain_->url()));
   }

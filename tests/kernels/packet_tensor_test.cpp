@@ -65,6 +65,14 @@ TEST(PacketTensor, RefusesBadPayloads) {
   inf.scale = std::numeric_limits<float>::infinity();
   EXPECT_EQ(from_packet_tensor(inf).status().code(), StatusCode::kDataLoss);
 
+  // Each part finite, their sum not: the decoder would produce infinity.
+  packet::Tensor overflow = t;
+  overflow.shift = 3e38f;
+  overflow.lookup[1] = 3e38f;
+  auto refused = from_packet_tensor(overflow);
+  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(refused.status().message().find("overflows"), std::string::npos);
+
   packet::Tensor short_codes = t;
   short_codes.codes.pop_back();
   EXPECT_EQ(from_packet_tensor(short_codes).status().code(), StatusCode::kDataLoss);

@@ -8,22 +8,13 @@
 #include <cmath>
 #include <limits>
 
+#include "support/in_process.h"
 #include "support/temp_dir.h"
 
 namespace crucible::model {
 namespace {
 
-ModelConfig small() {
-  ModelConfig c;
-  c.vocab_size = 64;
-  c.dim = 16;
-  c.n_layers = 1;
-  c.n_heads = 2;
-  c.n_kv_heads = 2;
-  c.hidden_dim = 32;
-  c.seq_len = 8;
-  return c;
-}
+ModelConfig small() { return testing::tiny_model(); }
 
 std::unique_ptr<Replica> make(std::uint64_t seed = 1) {
   auto r = Replica::create(small(), ReplicaOptions{"cpu", 1}, seed);

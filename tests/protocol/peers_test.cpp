@@ -9,6 +9,7 @@
 #include "crucible/protocol/object_keys.h"
 #include "crucible/storage/local_store.h"
 #include "support/fake_chain.h"
+#include "support/in_process.h"
 #include "support/temp_dir.h"
 #include "test_util.h"
 
@@ -53,7 +54,7 @@ TEST_F(PeersTest, DirectoryOpensCommittedStoresAndRefusesBadLocations) {
   const auto key = key_of(2);
   const std::uint16_t uid = fake_.add_neuron(key);
   auto chain = fake_.as(key);  // PeerDirectory keeps a reference
-  PeerDirectory peers(*chain, fake_.netuid(), default_store_opener({}));
+  PeerDirectory peers(*chain, fake_.netuid(), default_store_opener(testing::local_peers()));
   EXPECT_EQ(peers.store_of(uid).status().code(), StatusCode::kNotFound);  // nothing committed
   fake_.set_commitment_of(uid, "{\"v\":1,\"url\":5}");
   EXPECT_FALSE(peers.store_of(uid).is_ok());
@@ -62,45 +63,53 @@ TEST_F(PeersTest, DirectoryOpensCommittedStoresAndRefusesBadLocations) {
   int opened = 0;
   PeerDirectory counting(*chain, fake_.netuid(), [&](const storage::PeerLocation& l) {
     ++opened;
-    return default_store_opener({})(l);
+    return default_store_opener(testing::local_peers())(l);
   });
   fake_.set_commitment_of(uid, storage::encode_location(store_options(dir_.path() / "s")));
+  EXPECT_EQ(counting.store_of(uid).status().code(), StatusCode::kNotFound);  // no such folder: none is made
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "s"));
+  std::filesystem::create_directories(dir_.path() / "s");
   ASSERT_TRUE(counting.store_of(uid).is_ok());
   ASSERT_TRUE(counting.store_of(uid).is_ok());
-  EXPECT_EQ(opened, 1);  // cached by location
+  EXPECT_EQ(opened, 2);  // the failed open, then one open cached by location
 }
 
-TEST_F(PeersTest, FetchAndMergeChecksEveryDigest) {
+TEST_F(PeersTest, ASetIsAppliedFromTheLeadsCopiesWhateverMembersDo) {
   std::vector<TensorSpec> specs{{"a", {64, 64}}, {"b", {32}}};
   const auto k1 = key_of(3), k2 = key_of(4);
   const std::uint16_t u1 = fake_.add_neuron(k1), u2 = fake_.add_neuron(k2);
   AggregationSet set{5, std::nullopt, {}, {}};
   std::vector<PeerTensors> expected;
+  std::vector<Bytes> sealed_packets;
   for (auto [uid, key, scale] : {std::tuple{u1, k1, 1.0f}, std::tuple{u2, k2, 2.0f}}) {
-    auto store = storage::LocalStore::open(dir_.path() / std::to_string(uid));
-    ASSERT_TRUE(store.is_ok());
     packet::Packet p = test::packet_for(specs, scale);
     p.window = 5;
     p.uid = uid;
     expected.push_back({uid, *decode_update(p, specs)});
     auto sealed = chain::seal_packet(p, key);
     ASSERT_TRUE(sealed.is_ok());
-    ASSERT_TRUE((*store)->put(keys::gradient(5), *sealed).is_ok());
     set.uids.push_back(uid);
     set.digests.push_back(chain::open_packet(*sealed)->digest);
-    fake_.set_commitment_of(uid, storage::encode_location(store_options(dir_.path() / std::to_string(uid))));
+    sealed_packets.push_back(*sealed);
   }
-  auto chain = fake_.as(k1);
-  PeerDirectory peers(*chain, fake_.netuid(), default_store_opener({}));
-  auto merged = fetch_and_merge(set, peers, specs, 1 << 20);
+  auto lead = storage::LocalStore::open(dir_.path() / "lead");
+  ASSERT_TRUE(lead.is_ok());
+  EXPECT_FALSE(store_set_packets(set, {sealed_packets[0]}, **lead).is_ok());  // one packet per member
+  ASSERT_TRUE(store_set_packets(set, {sealed_packets[0], sealed_packets[1]}, **lead).is_ok());
+  // The members' own buckets play no part: they may withdraw their packets.
+  auto merged = fetch_and_merge(set, **lead, specs, 1 << 20);
   ASSERT_TRUE(merged.is_ok()) << merged.status();
   EXPECT_EQ(*merged, *merge_updates(expected, specs));
-  set.digests[1] = test::h(7);  // another packet than the set names
-  auto wrong = fetch_and_merge(set, peers, specs, 1 << 20);
-  EXPECT_EQ(wrong.status().code(), StatusCode::kDataLoss);
-  EXPECT_NE(wrong.status().message().find("uid " + std::to_string(u2)), std::string::npos);
-  set.window = 6;  // nothing uploaded for it
-  EXPECT_FALSE(fetch_and_merge(set, peers, specs, 1 << 20).is_ok());
+  auto wrong = set;
+  wrong.digests[1] = test::h(7);  // another packet than the set names
+  auto refused = fetch_and_merge(wrong, **lead, specs, 1 << 20);
+  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  EXPECT_NE(refused.status().message().find("uid " + std::to_string(u2)), std::string::npos);
+  EXPECT_FALSE(fetch_and_merge(set, **lead, specs, 100).is_ok());  // over the size cap
+  ASSERT_TRUE((*lead)->remove(keys::set_packet(5, u1)).is_ok());
+  auto missing = fetch_and_merge(set, **lead, specs, 1 << 20);
+  EXPECT_FALSE(missing.is_ok());
+  EXPECT_NE(missing.status().message().find("uid " + std::to_string(u1)), std::string::npos);
 }
 
 TEST(NodeIo, CheckNamesWhatIsMissing) {

@@ -23,6 +23,15 @@ void write_token_dataset(const std::filesystem::path& dir) {
   auto split = train.finish();
   if (!split.is_ok()) throw std::runtime_error("dataset: " + split.status().to_string());
   info.splits["train"] = *split;
+  data::ShardWriter val(dir, "val", info.dtype, 63);
+  for (int d = 0; d < 8; ++d) {
+    std::vector<std::uint32_t> doc(63);
+    for (auto& t : doc) t = rng() % 63;
+    if (!val.add_document(doc).is_ok()) throw std::runtime_error("dataset: add_document");
+  }
+  auto val_split = val.finish();
+  if (!val_split.is_ok()) throw std::runtime_error("dataset: " + val_split.status().to_string());
+  info.splits["val"] = *val_split;
   if (!data::write_manifest(dir, info).is_ok()) throw std::runtime_error("dataset: manifest");
 }
 
@@ -49,6 +58,12 @@ chain::PrivateKey test_key(std::uint32_t n) {
   return *k;
 }
 
+storage::PeerPolicy local_peers() {
+  storage::PeerPolicy p;
+  p.allow_file = true;
+  return p;
+}
+
 storage::StorageOptions file_store(const std::filesystem::path& dir) {
   storage::StorageOptions o;
   o.url = "file://" + dir.string();
@@ -61,7 +76,7 @@ protocol::NodeIo local_io(FakeChain& chain, const chain::PrivateKey& key, const 
   auto store = storage::LocalStore::open(store_dir);
   if (!store.is_ok()) throw std::runtime_error("local_io: " + store.status().to_string());
   io.store = std::move(store).value();
-  io.open_peer_store = protocol::default_store_opener({});
+  io.open_peer_store = protocol::default_store_opener(local_peers());
   io.clock = system_clock();
   return io;
 }

@@ -82,10 +82,17 @@ class ApiTest : public ::testing::Test {
               bytes_of({{"evaluated", {1}}, {"aggregate", {1}}}));
     batch.put(storage::Family::kWindowScores, window_uid_key(7, 1),
               bytes_of({{"uid", 1}, {"valid", true}, {"loss_before_own", 5.0}}));
-    batch.put(storage::Family::kWindowScores, window_uid_key(7, 2),
-              bytes_of({{"uid", 2}, {"valid", false}, {"reason", "sample digest mismatch"}}));
-    batch.put(storage::Family::kWindowScores, history_key(2, 7),
-              bytes_of({{"uid", 2}, {"valid", false}, {"reason", "sample digest mismatch"}}));
+    UidResult rejected;
+    rejected.uid = 2;
+    rejected.uploaded = true;
+    rejected.rejection = protocol::Rejection::kNotAssignedData;
+    rejected.detail = "sample digest mismatch";
+    batch.put(storage::Family::kWindowScores, window_uid_key(7, 2), bytes_of(to_json(rejected)));
+    batch.put(storage::Family::kWindowScores, history_key(2, 7), bytes_of(to_json(rejected)));
+    for (std::uint64_t w : {6, 7}) {
+      ProgressRecord p{w, 5.0 - static_cast<double>(w) * 0.1, 64, 2048 * w, 1000 * w, {1}};
+      batch.put(storage::Family::kWindowScores, progress_key(w), bytes_of(to_json(p)));
+    }
     ASSERT_TRUE(db_->commit_window(7, std::move(batch)).is_ok());
     storage::StateStore::Batch w;
     w.put(storage::Family::kWeightsLog, epoch_key(3),
@@ -121,12 +128,22 @@ TEST_F(ApiTest, ScoresListEveryUidWithWeights) {
 TEST_F(ApiTest, MinerWindowAndWeightsRoutes) {
   auto m = body_of(get(server_->port(), "/v1/miners/2"));
   ASSERT_EQ(m["history"].size(), 1u);
-  EXPECT_EQ(m["history"][0]["reason"], "sample digest mismatch");
+  EXPECT_EQ(m["history"][0]["reason"], "not_assigned_data");
+  EXPECT_EQ(m["history"][0]["detail"], "sample digest mismatch");
   EXPECT_EQ(m["history"][0]["window"], 7);
   auto w = body_of(get(server_->port(), "/v1/windows/7"));
   EXPECT_EQ(w["summary"]["aggregate"], nlohmann::json::array({1}));
   ASSERT_EQ(w["rejections"].size(), 1u);
   EXPECT_EQ(w["rejections"][0]["uid"], 2);
+  EXPECT_EQ(w["rejections"][0]["reason"], "not_assigned_data");
+  EXPECT_EQ(w["rejections"][0]["detail"], "sample digest mismatch");
+  EXPECT_DOUBLE_EQ(w["progress"]["heldout_loss"].get<double>(), 4.3);
+  auto progress = body_of(get(server_->port(), "/v1/progress"));
+  ASSERT_EQ(progress["windows"].size(), 2u);  // the whole curve, in window order
+  EXPECT_EQ(progress["windows"][0]["window"], 6);
+  EXPECT_DOUBLE_EQ(progress["windows"][1]["heldout_loss"].get<double>(), 4.3);
+  EXPECT_EQ(progress["windows"][1]["tokens_aggregated"], 2048 * 7);
+  EXPECT_EQ(progress["windows"][1]["bytes_received"], 7000);
   EXPECT_EQ(body_of(get(server_->port(), "/v1/weights"))["tx"], "0xabc");
   EXPECT_THAT(get(server_->port(), "/healthz"), HasSubstr("\"ok\""));
   metrics::global().set(metrics::Gauge::kWindow, 7, {{"role", "validator"}});

@@ -71,8 +71,8 @@ TEST(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
     mo.miner.progress = "off";
     mo.miner.aggregate_wait_s = 1.5;
     mo.miner.max_windows = 3;
-    auto node = miner::MinerNode::create(mo, miner_keys[i],
-                                         testing::local_io(fake, miner_keys[i], dir.path() / fmt::format("miner{}-store", i)));
+    auto node = miner::MinerNode::create(
+        mo, miner_keys[i], testing::local_io(fake, miner_keys[i], dir.path() / fmt::format("miner{}-store", i)));
     ASSERT_TRUE(node.is_ok()) << node.status();
     miners.push_back(std::move(node).value());
   }
@@ -88,8 +88,8 @@ TEST(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
   vo.validator.weights_every = 1;
   vo.validator.start_window = static_cast<std::int64_t>(w0);
   vo.validator.end_window = static_cast<std::int64_t>(w0 + 2);
-  auto validator = validator::ValidatorNode::create(vo, validator_key,
-                                                    testing::local_io(fake, validator_key, dir.path() / "validator-store"));
+  auto validator = validator::ValidatorNode::create(
+      vo, validator_key, testing::local_io(fake, validator_key, dir.path() / "validator-store"));
   ASSERT_TRUE(validator.is_ok()) << validator.status();
 
   // Wait for w0 to begin so that every node starts on a whole window.

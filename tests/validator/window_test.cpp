@@ -20,6 +20,7 @@
 #include "crucible/common/retry.h"
 #include "crucible/kernels/packet_tensor.h"
 #include "crucible/protocol/object_keys.h"
+#include "crucible/storage/fault_store.h"
 #include "crucible/storage/local_store.h"
 #include "crucible/validator/node.h"
 #include "support/fake_chain.h"
@@ -141,7 +142,7 @@ class ValidatorInProcess : public ::testing::Test {
     protocol::NodeIo io;
     io.chain = chain ? chain : fake_.as(validator_key_);
     io.store = take(storage::LocalStore::open(dir_.path() / "validator-store"));
-    io.open_peer_store = protocol::default_store_opener({});
+    io.open_peer_store = protocol::default_store_opener(testing::local_peers());
     io.clock = system_clock();
     return io;
   }
@@ -163,16 +164,26 @@ class ValidatorInProcess : public ::testing::Test {
     p->replica = take(model::Replica::create(o_.model, {"cpu", 1}, o_.protocol.init_seed));
     return p;
   }
+  const data::Dataset* heldout() {
+    if (!heldout_) {
+      auto v = data::Dataset::open(dir_.path() / "data", "val");
+      EXPECT_TRUE(v.is_ok()) << v.status();
+      heldout_.emplace(std::move(*v));
+    }
+    return &*heldout_;
+  }
   WindowContext context(Parts& p) {
-    return WindowContext{
-        o_, p.io,  protocol::WindowClock(o_.protocol), *p.peers, *p.db, *dataset_, *p.replica, validator_uid_,
-        7,  p.stop};
+    return WindowContext{o_,        p.io,       protocol::WindowClock(o_.protocol),
+                         *p.peers,  *p.db,      *dataset_,
+                         heldout(), *p.replica, validator_uid_,
+                         7,         p.stop};
   }
 
   testing::TempDir dir_;
   testing::FakeChain fake_;
   ValidatorNodeOptions o_;
   std::optional<data::Dataset> dataset_;
+  std::optional<data::Dataset> heldout_;
   std::unique_ptr<model::Replica> replica_;
   std::vector<model::TensorSpec> specs_;
   chain::PrivateKey validator_key_ = key_of(1000);
@@ -208,12 +219,20 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
   Miner& shape = add_miner();
   auto bent = honest_packet(shape, w, 0.01f, 7);
   {
-    const auto& s = specs_[0];                                 // a matrix, claimed flat
-    std::vector<std::int64_t> other{s.shape[0] * s.shape[1]};  // flattened: another shape
+    // A matrix claimed transposed: the same size on the wire, another shape.
+    const auto& s = specs_[0];
+    std::vector<std::int64_t> other{s.shape[1], s.shape[0]};
     std::vector<float> x(static_cast<std::size_t>(s.numel()), 0.01f);
-    bent.tensors[1] = *kernels::to_packet_tensor(s.name, other, *kernels::compress(x, other, 1));
+    bent.tensors[0] = *kernels::to_packet_tensor(s.name, other, *kernels::compress(x, other, 1));
   }
   upload(shape, w, bent, in_slot);
+  Miner& oversized = add_miner();
+  {
+    auto sealed = chain::seal_packet(honest_packet(oversized, w, 0.01f, 8), oversized.key);
+    Bytes big = *sealed;
+    big.resize(big.size() + 1000, 0);  // a valid packet with bytes after it: refused at HEAD
+    put_gradient(oversized, w, big, in_slot);
+  }
   Miner& uncommitted = add_miner(false);
   Miner& copier = add_miner();
   auto copied = honest_packet(copier, w, 0.01f, 1);  // honest's payload
@@ -226,7 +245,8 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
   auto p = parts();
   WindowContext cx = context(*p);
   auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
-  auto uploads = gather(w, *mg, cx);
+  std::map<std::uint16_t, std::uint64_t> cooldown;
+  auto uploads = gather(w, *mg, cooldown, cx);
   ASSERT_TRUE(uploads.is_ok()) << uploads.status();
   std::map<std::uint16_t, const Upload*> by;
   for (const auto& u : *uploads) by[u.uid] = &u;
@@ -247,6 +267,8 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
   EXPECT_EQ(reason(other_data), Rejection::kNotAssignedData);
   EXPECT_EQ(reason(shape), Rejection::kWrongShape);
   EXPECT_EQ(reason(uncommitted), Rejection::kUnreachable);
+  EXPECT_EQ(reason(oversized), Rejection::kBadPacket);
+  EXPECT_THAT(by.at(oversized.uid)->detail, ::testing::HasSubstr("this model's packets are"));
   EXPECT_EQ(reason(copier), Rejection::kCopy);
   EXPECT_THAT(by.at(copier.uid)->detail, ::testing::HasSubstr("uid " + std::to_string(honest.uid)));
   EXPECT_EQ(reason(replayer), Rejection::kReplay);
@@ -255,6 +277,82 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
       EXPECT_FALSE(u.detail.empty()) << protocol::name(*u.rejection);
     }
   }
+}
+
+TEST_F(ValidatorInProcess, ASilentStoreCoolsDownInsteadOfCostingEveryWindow) {
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(5), 100);
+  Miner& honest = add_miner();
+  Miner& silent = add_miner();
+  for (std::uint64_t w : {2, 3, 4, 5}) {
+    upload(honest, w, honest_packet(honest, w, 0.01f, w), slot_start_of(w) + 1);
+    upload(silent, w, honest_packet(silent, w, 0.01f, 100 + w), slot_start_of(w) + 1);
+  }
+  // The silent miner's store fails every call as a store that never answers would.
+  std::shared_ptr<storage::FaultInjectingStore> faulty;
+  auto p = parts();
+  const std::string silent_root = silent.root.string();
+  p->peers = std::make_unique<protocol::PeerDirectory>(
+      *p->io.chain, fake_.netuid(),
+      [&](const storage::PeerLocation& l) -> Result<std::shared_ptr<storage::ObjectStore>> {
+        CRUCIBLE_ASSIGN_OR_RETURN(auto store, protocol::default_store_opener(testing::local_peers())(l));
+        if (l.url != "file://" + silent_root) return store;
+        storage::FaultOptions f;
+        f.error_rate = 1.0;
+        faulty = std::make_shared<storage::FaultInjectingStore>(store, f);
+        return std::static_pointer_cast<storage::ObjectStore>(faulty);
+      });
+  WindowContext cx = context(*p);
+  auto mg = *fake_.as(validator_key_)->metagraph(fake_.netuid());
+  std::map<std::uint16_t, std::uint64_t> cooldown;
+  auto first = gather(2, mg, cooldown, cx);
+  ASSERT_TRUE(first.is_ok());
+  EXPECT_TRUE((*first)[0].valid());
+  EXPECT_EQ((*first)[1].rejection, Rejection::kUnreachable);
+  ASSERT_TRUE(faulty);
+  const int errors = faulty->counts().errors;
+  EXPECT_GT(errors, 0);
+  EXPECT_EQ(cooldown[silent.uid], 2 + 1 + kPeerCooldownWindows);
+  for (std::uint64_t w : {3, 4, 5}) {  // not contacted while it cools down; the honest miner is unaffected
+    auto later = gather(w, mg, cooldown, cx);
+    ASSERT_TRUE(later.is_ok());
+    EXPECT_TRUE((*later)[0].valid()) << w;
+    EXPECT_EQ((*later)[1].rejection, Rejection::kUnreachable);
+    EXPECT_THAT((*later)[1].detail, ::testing::HasSubstr("timed out lately"));
+  }
+  EXPECT_EQ(faulty->counts().errors, errors);
+}
+
+TEST_F(ValidatorInProcess, NoPositiveScoreBurnsInsteadOfLeavingOldWeights) {
+  auto p = parts();
+  WindowContext cx = context(*p);
+  ValidatorState st;
+  st.scores[5].final_score = 0;  // nobody earned anything
+  o_.validator.burn_uid = 3;
+  mine_through(4, 0);
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  ASSERT_EQ(fake_.weights().size(), 1u);
+  EXPECT_EQ(fake_.weights()[0].uids, (std::vector<std::uint16_t>{3}));
+  EXPECT_EQ(fake_.weights()[0].values, (std::vector<std::uint16_t>{65535}));
+}
+
+TEST_F(ValidatorInProcess, AFreshValidatorThatStopsBeforeItsFirstCommitResumesThatWindow) {
+  const protocol::WindowClock clock(o_.protocol);
+  mine_through(clock.first_block(4), 100);  // window 4 under way
+  std::atomic<bool> stop{false};
+  o_.validator.end_window = 4;  // stops before processing anything: as a crash before the first commit
+  {
+    auto node = ValidatorNode::create(o_, validator_key_, io());
+    ASSERT_TRUE(node.is_ok()) << node.status();
+    ASSERT_TRUE((*node)->run(stop).is_ok());
+    EXPECT_FALSE(*(*node)->state().last_committed_window());
+  }
+  mine_through(clock.slot_block(7), 100);  // it comes back in window 8
+  o_.validator.end_window = -1;
+  o_.validator.max_windows = 1;
+  auto node = ValidatorNode::create(o_, validator_key_, io());
+  ASSERT_TRUE(node.is_ok()) << node.status();
+  ASSERT_TRUE((*node)->run(stop).is_ok());
+  EXPECT_EQ(*(*node)->state().last_committed_window(), 4u);  // window 4, not the one under way
 }
 
 Upload valid_upload(std::uint16_t uid, std::int64_t at_ms, std::uint8_t content,
@@ -318,6 +416,31 @@ TEST_F(ValidatorInProcess, TheLeadFixesItsSetOnceFromTheValidUploads) {
   auto again = fix_aggregation_set(w, uploads, st, cx);
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(again->bytes, set->bytes);
+}
+
+TEST_F(ValidatorInProcess, AWithdrawnPacketDoesNotStopTheSet) {
+  // A member uploads, waits until the lead names it in the set, deletes its
+  // packet: every node still applies the set, from the lead's copies.
+  const std::uint64_t w = 3;
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+  Miner& a = add_miner();
+  Miner& withdrawer = add_miner();
+  upload(a, w, honest_packet(a, w, 0.01f, 1), slot_start_of(w) + 1);
+  upload(withdrawer, w, honest_packet(withdrawer, w, 0.01f, 2), slot_start_of(w) + 1);
+  auto p = parts();
+  WindowContext cx = context(*p);
+  auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
+  ValidatorState st;
+  auto uploads = gather(w, *mg, st.cooldown_until, cx);
+  ASSERT_TRUE(uploads.is_ok());
+  auto set = fix_aggregation_set(w, *uploads, st, cx);
+  ASSERT_TRUE(set.is_ok()) << set.status();
+  ASSERT_EQ(set->set.uids, (std::vector<std::uint16_t>{a.uid, withdrawer.uid}));
+  ASSERT_TRUE(withdrawer.store->remove(keys::gradient(w)).is_ok());
+  Status applied = apply_set(set->set, set->bytes, *p->io.store, st.model, cx);
+  EXPECT_TRUE(applied.is_ok()) << applied;
+  EXPECT_EQ(st.model.window, w);
+  EXPECT_EQ(st.model.last_aggregate.size(), specs_.size());
 }
 
 TEST_F(ValidatorInProcess, WeightsAreLoggedSoACrashNeverPostsTwice) {
@@ -423,6 +546,18 @@ TEST_F(ValidatorInProcess, NodeRunsWindowsAndRestoresAfterARestart) {
     auto result = uid_result_from_json(nlohmann::json::parse(**row));
     ASSERT_TRUE(result.is_ok());
     EXPECT_EQ(result->rejection, Rejection::kBadPacket);
+    // The global model after each window: its held-out loss, what went into it.
+    for (std::uint64_t w = 0; w < 3; ++w) {
+      auto p = (*node)->state().get(storage::Family::kWindowScores, progress_key(w));
+      ASSERT_TRUE(p.is_ok() && p->has_value()) << w;
+      auto progress = progress_from_json(nlohmann::json::parse(**p));
+      ASSERT_TRUE(progress.is_ok()) << progress.status();
+      ASSERT_TRUE(progress->heldout_loss.has_value());
+      EXPECT_TRUE(std::isfinite(*progress->heldout_loss));
+      EXPECT_GT(*progress->heldout_loss, 0);
+      EXPECT_GT(progress->bytes_received, 0u);
+      EXPECT_EQ(progress->tokens_aggregated, progress->aggregate.size() * kSamples * 8);
+    }
   }
   // The lead published a set for each window, chained by prev. Window 0
   // takes both valid uploads; after it, uids scored <= 0 (no fingerprints

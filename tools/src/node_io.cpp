@@ -6,7 +6,12 @@
 namespace crucible::cli {
 
 Result<protocol::NodeIo> make_node_io(const NodeConfig& config, const chain::PrivateKey& key,
-                                      storage::RetryPolicy peer_policy) {
+                                      std::chrono::milliseconds peer_deadline) {
+  storage::PeerPolicy peer_policy;
+  peer_policy.retry = config.storage.retry_policy();
+  peer_policy.retry.deadline = peer_deadline;
+  peer_policy.allow_file = config.storage.peer_file_urls;
+  peer_policy.allow_private_endpoints = config.storage.peer_private_endpoints;
   protocol::NodeIo io;
   CRUCIBLE_ASSIGN_OR_RETURN(auto evm, chain::EvmChain::connect(chain::to_evm_options(config.chain), key));
   io.chain = std::move(evm);

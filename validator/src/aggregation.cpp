@@ -38,6 +38,12 @@ Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Uplo
   }
   PublishedSet out;
   out.set = protocol::choose_set(w, st.model.window, std::move(candidates), cx.o.protocol.aggregate_top);
+  std::vector<ByteSpan> packets;
+  for (std::uint16_t uid : out.set.uids) {
+    for (const auto& u : uploads)
+      if (u.uid == uid) packets.push_back(u.packet);
+  }
+  CRUCIBLE_RETURN_IF_ERROR(protocol::store_set_packets(out.set, packets, *cx.io.store));
   const std::string encoded = protocol::encode_set(out.set);
   out.bytes.assign(encoded.begin(), encoded.end());
   CRUCIBLE_RETURN_IF_ERROR(cx.io.store->put(keys::aggregate(w), out.bytes));
@@ -45,14 +51,16 @@ Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Uplo
   return out;
 }
 
-Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, ModelState& model, WindowContext& cx) {
+Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, storage::ObjectStore& lead, ModelState& model,
+                 WindowContext& cx) {
   model::TensorValues merged;
   if (!set.uids.empty()) {
-    CRUCIBLE_ASSIGN_OR_RETURN(
-        merged, protocol::fetch_and_merge(set, cx.peers, cx.replica.specs(), cx.o.storage.max_object_bytes));
+    CRUCIBLE_ASSIGN_OR_RETURN(merged,
+                              protocol::fetch_and_merge(set, lead, cx.replica.specs(), cx.o.storage.max_object_bytes));
     CRUCIBLE_RETURN_IF_ERROR(cx.replica.apply_update(merged, cx.o.protocol.outer_lr));
   }
   model.last_aggregate = std::move(merged);
+  model.last_set = set.uids;
   model.window = set.window;
   model.basis = protocol::set_basis(bytes);
   return Status::ok();
@@ -89,12 +97,12 @@ Status follow_lead(std::uint64_t w, const chain::Metagraph& mg, ModelState& mode
     if (f.is_ok()) {
       CRUCIBLE_ASSIGN_OR_RETURN(auto set, protocol::decode_set(f->data));
       if (set.prev != model.window) return failed_precondition("the set of {} builds on another window", w);
-      CRUCIBLE_RETURN_IF_ERROR(apply_set(set, f->data, model, cx));
+      CRUCIBLE_RETURN_IF_ERROR(apply_set(set, f->data, *lead, model, cx));
       return save_model(model, cx);
     }
     if (f.status().code() != StatusCode::kNotFound) return f.status();
     if (cx.io.clock->unix_seconds() >= deadline || cx.stop.load()) {
-      return not_found("the lead published no set for window {}", w);
+      return deadline_exceeded("the lead published no set for window {} in time", w);
     }
     cx.io.clock->sleep(kPoll, cx.stop);
   }
@@ -102,15 +110,49 @@ Status follow_lead(std::uint64_t w, const chain::Metagraph& mg, ModelState& mode
 
 }  // namespace
 
+Result<bool> load_lead_checkpoint(storage::ObjectStore& lead, ModelState& model, WindowContext& cx) {
+  auto latest = lead.get(keys::checkpoint_latest(), protocol::kMaxCheckpointPointerBytes);
+  if (latest.status().code() == StatusCode::kNotFound) return false;
+  if (!latest.is_ok()) return latest.status();
+  CRUCIBLE_ASSIGN_OR_RETURN(protocol::CheckpointPointer ptr, protocol::decode_checkpoint_pointer(latest->data));
+  if (model.window && ptr.window <= *model.window) return false;
+  if (ptr.model != cx.o.model.canonical()) {
+    return failed_precondition("the lead's checkpoint is for another model shape ({})", ptr.model);
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(storage::Fetched bytes, lead.get(ptr.key, cx.o.storage.max_object_bytes));
+  const fs::path tmp = fs::path(cx.o.validator.state_dir) / "download.safetensors";
+  CRUCIBLE_RETURN_IF_ERROR(files::write_file_atomic(tmp, bytes.data));
+  Status loaded = cx.replica.load(tmp);
+  std::error_code ec;
+  fs::remove(tmp, ec);
+  CRUCIBLE_RETURN_IF_ERROR(loaded.with_context("the lead's checkpoint"));
+  model.window = ptr.window;
+  model.basis = ptr.basis;
+  model.last_aggregate.clear();
+  CRUCIBLE_RETURN_IF_ERROR(save_model(model, cx));
+  log::info("loaded the lead's checkpoint", {{"window", ptr.window}, {"global_step", ptr.global_step}});
+  return true;
+}
+
 Status advance_model(std::uint64_t w, const chain::Metagraph& mg, const std::optional<PublishedSet>& own,
                      ValidatorState& st, WindowContext& cx) {
   if (!own) {
-    if (Status s = follow_lead(w, mg, st.model, cx); !s.is_ok()) {
+    Status s = follow_lead(w, mg, st.model, cx);
+    if (!s.is_ok()) {
       log::warn("the lead's aggregation set was not applied", {{"window", w}, {"error", s.to_string()}});
+      // A set that cannot be applied is not retried forever: the lead's
+      // next checkpoint takes the model past it.
+      const auto lead_uid = protocol::lead_validator(mg);
+      if (lead_uid && !s.is_transient()) {
+        auto lead = cx.peers.store_of(*lead_uid);
+        auto loaded = lead.is_ok() ? load_lead_checkpoint(**lead, st.model, cx) : Result<bool>(lead.status());
+        if (!loaded.is_ok())
+          log::warn("the lead's checkpoint was not loaded", {{"error", loaded.status().to_string()}});
+      }
     }
     return Status::ok();
   }
-  if (Status s = apply_set(own->set, own->bytes, st.model, cx); !s.is_ok()) {
+  if (Status s = apply_set(own->set, own->bytes, *cx.io.store, st.model, cx); !s.is_ok()) {
     log::error("aggregate not applied", {{"window", w}, {"error", s.to_string()}});
     return Status::ok();
   }

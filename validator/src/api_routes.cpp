@@ -130,7 +130,19 @@ ApiResponse window(storage::StateStore& db, std::string_view arg) {
   }
   body["uids"] = uids;
   body["rejections"] = rejections;
+  auto progress = db.get(storage::Family::kWindowScores, progress_key(*w));
+  if (progress.is_ok() && *progress) body["progress"] = parse_value(**progress);
   return reply(200, body);
+}
+
+// The global model over windows: held-out loss, tokens aggregated, bytes received.
+ApiResponse progress_route(storage::StateStore& db) {
+  auto rows = db.scan(storage::Family::kWindowScores, kProgressPrefix);
+  if (!rows.is_ok()) return error(500, rows.status().to_string());
+  json windows = json::array();
+  const std::size_t first = rows->size() > kMaxHistory ? rows->size() - kMaxHistory : 0;
+  for (std::size_t i = first; i < rows->size(); ++i) windows.push_back(parse_value((*rows)[i].second));
+  return reply(200, {{"windows", windows}});
 }
 
 ApiResponse weights_route(storage::StateStore& db) {
@@ -148,6 +160,7 @@ ApiResponse handle_get(storage::StateStore& db, const ScoringParams& scoring, st
   if (path == "/metrics") return {200, "text/plain; version=0.0.4", metrics::global().render()};
   if (path == "/v1/scores") return scores(db, scoring);
   if (path == "/v1/weights") return weights_route(db);
+  if (path == "/v1/progress") return progress_route(db);
   if (path.starts_with("/v1/miners/")) return miner(db, scoring, path.substr(11));
   if (path.starts_with("/v1/windows/")) return window(db, path.substr(12));
   return error(404, "unknown path");

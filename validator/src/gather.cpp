@@ -2,7 +2,9 @@
 // order that costs least first: present, in the slot, downloadable, a
 // signed packet, by the uid's hotkey, for this uid and window, on the
 // uid's assigned data, fitting the model. Each failure is a Rejection.
-#include <future>
+#include <atomic>
+#include <chrono>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -56,7 +58,7 @@ void check_packet(Upload& u, const chain::Hash32& hotkey, std::uint64_t w, const
 }  // namespace
 
 Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_t w, const protocol::UploadSlot& slot,
-                    storage::ObjectStore& peer, WindowContext& cx) {
+                    std::uint64_t packet_bytes, storage::ObjectStore& peer, WindowContext& cx) {
   Upload u;
   u.uid = who;
   auto head = peer.head(keys::gradient(w));
@@ -64,6 +66,7 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
     if (head.status().code() == StatusCode::kNotFound) {
       u.reject(Rejection::kMissing, "no gradient for the window");
     } else {
+      u.timed_out = head.status().is_transient();
       u.reject(Rejection::kUnreachable, head.status().to_string());
     }
     return u;
@@ -80,13 +83,21 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
     case protocol::SlotTiming::kInside:
       break;
   }
-  auto fetched = peer.get(keys::gradient(w), cx.o.storage.max_object_bytes);
+  // The size follows from the model: anything else is refused before a byte is downloaded.
+  if (head->size != packet_bytes) {
+    u.reject(Rejection::kBadPacket,
+             fmt::format("{} bytes; this model's packets are {} bytes", head->size, packet_bytes));
+    return u;
+  }
+  auto fetched = peer.get(keys::gradient(w), packet_bytes);
   if (!fetched.is_ok()) {
+    u.timed_out = fetched.status().is_transient();
     u.reject(Rejection::kDownloadFailed, fetched.status().to_string());
     return u;
   }
+  u.bytes = fetched->data.size();
   packet::Limits limits;
-  limits.max_packet_bytes = cx.o.storage.max_object_bytes;
+  limits.max_packet_bytes = packet_bytes;
   auto opened = chain::open_packet(fetched->data, limits);
   if (!opened.is_ok()) {
     u.reject(Rejection::kBadPacket, opened.status().to_string());
@@ -94,38 +105,77 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
   }
   u.digest = opened->digest;
   check_packet(u, hotkey, w, *opened, cx);
+  if (u.valid()) u.packet = std::move(fetched->data);
   return u;
 }
 
-Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg, WindowContext& cx) {
+namespace {
+
+// Runs check(i) for i in [0, n) on `parallel` threads; an item not started
+// before `deadline` gets late(i) instead.
+template <typename Check, typename Late>
+std::vector<Upload> run_bounded(std::size_t n, std::size_t parallel, std::chrono::steady_clock::time_point deadline,
+                                Check&& check, Late&& late) {
+  std::vector<Upload> out(n);
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i = next++; i < n; i = next++) {
+      out[i] = std::chrono::steady_clock::now() < deadline ? check(i) : late(i);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t t = 0; t < std::min(parallel, n); ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+}  // namespace
+
+Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
+                                   std::map<std::uint16_t, std::uint64_t>& cooldown_until, WindowContext& cx) {
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(static_cast<std::int64_t>(cx.o.validator.gather_deadline_s * 1000));
   auto header = retry_transient("block header", cx.stop, [&] { return cx.chain().block(cx.clock.slot_block(w)); });
   if (!header.is_ok()) return header.status();
   const protocol::UploadSlot slot = cx.clock.slot(header->timestamp);
+  CRUCIBLE_ASSIGN_OR_RETURN(const std::uint64_t packet_bytes, protocol::expected_packet_bytes(cx.replica.specs()));
   // Stores are resolved one by one (the chain client is not shared across
-  // threads); downloads and checks run fetch_parallelism at a time.
+  // threads); the checks run fetch_parallelism at a time.
   std::vector<std::pair<const chain::Neuron*, std::shared_ptr<storage::ObjectStore>>> work;
   std::vector<Upload> out;
+  auto unreachable = [&](std::uint16_t uid, std::string why) {
+    Upload u;
+    u.uid = uid;
+    u.reject(Rejection::kUnreachable, std::move(why));
+    out.push_back(std::move(u));
+  };
   for (const auto& n : mg.neurons) {
     if (n.uid == cx.uid || n.validator_permit) continue;  // validators are not miners
+    if (auto c = cooldown_until.find(n.uid); c != cooldown_until.end() && c->second > w) {
+      unreachable(n.uid, fmt::format("its store timed out lately: not contacted before window {}", c->second));
+      continue;
+    }
     auto peer = cx.peers.store_of(n.uid);
     if (!peer.is_ok()) {
-      Upload u;
-      u.uid = n.uid;
-      u.reject(Rejection::kUnreachable, "no readable store: " + peer.status().to_string());
-      out.push_back(std::move(u));
+      unreachable(n.uid, "no readable store: " + peer.status().to_string());
       continue;
     }
     work.emplace_back(&n, *peer);
   }
-  const std::size_t parallel = std::max<std::size_t>(1, cx.o.validator.fetch_parallelism);
-  for (std::size_t i = 0; i < work.size(); i += parallel) {
-    std::vector<std::future<Upload>> batch;
-    for (std::size_t j = i; j < std::min(work.size(), i + parallel); ++j) {
-      batch.push_back(std::async(std::launch::async, [&, j] {
-        return check_upload(work[j].first->uid, work[j].first->hotkey, w, slot, *work[j].second, cx);
-      }));
-    }
-    for (auto& f : batch) out.push_back(f.get());
+  auto checked = run_bounded(
+      work.size(), std::max<std::size_t>(1, cx.o.validator.fetch_parallelism), deadline,
+      [&](std::size_t j) {
+        return check_upload(work[j].first->uid, work[j].first->hotkey, w, slot, packet_bytes, *work[j].second, cx);
+      },
+      [&](std::size_t j) {
+        Upload u;
+        u.uid = work[j].first->uid;
+        u.reject(Rejection::kUnreachable, "not reached before the gather deadline");
+        return u;
+      });
+  for (auto& u : checked) {
+    if (u.timed_out) cooldown_until[u.uid] = w + 1 + kPeerCooldownWindows;
+    out.push_back(std::move(u));
   }
   std::sort(out.begin(), out.end(), [](const Upload& a, const Upload& b) { return a.uid < b.uid; });
   return out;

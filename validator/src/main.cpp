@@ -28,10 +28,9 @@ int main(int argc, char** argv) {
     validator::ValidatorNodeOptions options{config.protocol, config.chain,     config.storage,
                                             config.model,    config.validator, config.api};
     // Every call on a peer's store ends within validator.fetch_deadline_s.
-    storage::RetryPolicy peer_policy = config.storage.retry_policy();
-    peer_policy.deadline =
+    const auto peer_deadline =
         std::chrono::milliseconds(static_cast<std::int64_t>(config.validator.fetch_deadline_s * 1000));
-    auto io = cli::make_node_io(config, *key, peer_policy);
+    auto io = cli::make_node_io(config, *key, peer_deadline);
     if (!io.is_ok()) {
       log::error("the validator cannot start", {{"error", io.status().to_string()}});
       return io.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;

@@ -3,6 +3,8 @@
 // upload slot has closed.
 #include "crucible/validator/node.h"
 
+#include <charconv>
+
 #include "crucible/chain/keccak.h"
 #include "crucible/common/log.h"
 #include "crucible/common/retry.h"
@@ -15,6 +17,8 @@ namespace crucible::validator {
 namespace fs = std::filesystem;
 namespace keys = protocol::keys;
 
+constexpr const char* kFirstWindowKey = "first_window";
+
 struct ValidatorNode::Impl {
   ValidatorNodeOptions o;
   protocol::NodeIo io;
@@ -22,6 +26,7 @@ struct ValidatorNode::Impl {
   std::unique_ptr<protocol::PeerDirectory> peers;
   std::unique_ptr<storage::StateStore> db;
   std::optional<data::Dataset> dataset;
+  std::optional<data::Dataset> heldout;  // the val split, for the held-out loss
   std::unique_ptr<model::Replica> replica;
   ValidatorState st;
   std::uint16_t uid = 0;
@@ -31,7 +36,8 @@ struct ValidatorNode::Impl {
       : o(options), io(std::move(i)), clock(options.protocol) {}
 
   WindowContext context(const std::atomic<bool>& stop) {
-    return WindowContext{o, io, clock, *peers, *db, *dataset, *replica, uid, private_seed, stop};
+    return WindowContext{o,        io,  clock,        *peers, *db, *dataset, heldout ? &*heldout : nullptr,
+                         *replica, uid, private_seed, stop};
   }
 
   // Where aggregation sets are read: the lead's store (ours when we lead).
@@ -42,6 +48,28 @@ struct ValidatorNode::Impl {
       }
     }
     return io.store;
+  }
+
+  // The first window of a fresh state, kept in RocksDB before any window is
+  // processed, so a crash before the first commit resumes it rather than
+  // skipping to the window under way at the restart.
+  Result<std::uint64_t> first_window(std::uint64_t current) {
+    CRUCIBLE_ASSIGN_OR_RETURN(auto kept, db->get(storage::Family::kMeta, kFirstWindowKey));
+    if (kept) {
+      const std::string text(kept->begin(), kept->end());
+      std::uint64_t w = 0;
+      auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), w);
+      if (ec != std::errc() || end != text.data() + text.size())
+        return data_loss("meta {}: '{}'", kFirstWindowKey, text);
+      return w;
+    }
+    const std::uint64_t w =
+        o.validator.start_window >= 0 ? static_cast<std::uint64_t>(o.validator.start_window) : current;
+    storage::StateStore::Batch b;
+    const std::string text = std::to_string(w);
+    b.put(storage::Family::kMeta, kFirstWindowKey, as_bytes(text));
+    CRUCIBLE_RETURN_IF_ERROR(db->commit(std::move(b)));
+    return w;
   }
 
   Status restore_scores();
@@ -91,7 +119,7 @@ Status ValidatorNode::Impl::restore_model(storage::ObjectStore& sets, WindowCont
   if (!set_bytes.is_ok()) return Status::ok();
   auto set = protocol::decode_set(set_bytes->data);
   if (set.is_ok() && !set->uids.empty()) {
-    auto merged = protocol::fetch_and_merge(*set, *peers, replica->specs(), o.storage.max_object_bytes);
+    auto merged = protocol::fetch_and_merge(*set, sets, replica->specs(), o.storage.max_object_bytes);
     if (merged.is_ok()) st.model.last_aggregate = std::move(*merged);
   }
   (void)cx;
@@ -116,7 +144,7 @@ Status ValidatorNode::Impl::replay_sets(storage::ObjectStore& sets, WindowContex
     }
     if (!s.is_ok()) return s.status();
     CRUCIBLE_ASSIGN_OR_RETURN(auto set, protocol::decode_set(s->data));
-    CRUCIBLE_RETURN_IF_ERROR(apply_set(set, s->data, st.model, cx));
+    CRUCIBLE_RETURN_IF_ERROR(apply_set(set, s->data, sets, st.model, cx));
     CRUCIBLE_RETURN_IF_ERROR(save_model(st.model, cx));
     log::info("re-applied aggregate after a restart", {{"window", next}});
   }
@@ -137,6 +165,15 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   auto ds = data::Dataset::open(options.validator.data_dir, "train");
   if (!ds.is_ok()) return ds.status().with_context("validator.data_dir");
   m.dataset.emplace(std::move(*ds));
+  if (options.validator.heldout_samples > 0) {
+    auto val = data::Dataset::open(options.validator.data_dir, "val");
+    if (val.is_ok()) {
+      m.heldout.emplace(std::move(*val));
+    } else {
+      log::warn("no held-out split: the global model's held-out loss is not measured",
+                {{"data_dir", options.validator.data_dir}, {"error", val.status().to_string()}});
+    }
+  }
   model::ReplicaOptions ro{options.validator.device, options.validator.threads};
   CRUCIBLE_ASSIGN_OR_RETURN(m.replica, model::Replica::create(options.model, ro, options.protocol.init_seed));
   std::error_code ec;
@@ -175,7 +212,7 @@ Status ValidatorNode::run(const std::atomic<bool>& stop) {
     }
     const std::uint64_t current = m.clock.window_of(*head);
     if (!started) {  // a fresh validator starts with the window under way, or where configured
-      next = m.o.validator.start_window >= 0 ? static_cast<std::uint64_t>(m.o.validator.start_window) : current;
+      CRUCIBLE_ASSIGN_OR_RETURN(next, m.first_window(current));
       started = true;
     }
     if (m.o.validator.end_window >= 0 && next >= static_cast<std::uint64_t>(m.o.validator.end_window)) {

@@ -17,6 +17,7 @@ std::string history_key(std::uint16_t uid, std::uint64_t window) {
   return fmt::format("{}{:012}", history_prefix(uid), window);
 }
 std::string epoch_key(std::uint64_t epoch) { return fmt::format("epoch/{:012}", epoch); }
+std::string progress_key(std::uint64_t window) { return fmt::format("{}{:012}", kProgressPrefix, window); }
 
 json to_json(const MinerScore& s) {
   return {{"mu", s.rating.mu},
@@ -188,6 +189,28 @@ Result<WindowSummary> window_summary_from_json(const json& j) {
   s.aggregate_prev = r.opt<std::uint64_t>("aggregate_prev");
   if (!r.ok()) return r.status();
   return s;
+}
+
+json to_json(const ProgressRecord& p) {
+  return {{"window", p.window},
+          {"heldout_loss", opt_json(p.heldout_loss)},
+          {"heldout_samples", p.heldout_samples},
+          {"tokens_aggregated", p.tokens_aggregated},
+          {"bytes_received", p.bytes_received},
+          {"aggregate", p.aggregate}};
+}
+
+Result<ProgressRecord> progress_from_json(const json& j) {
+  Reader r(j, "progress record");
+  ProgressRecord p;
+  p.window = r.get<std::uint64_t>("window");
+  p.heldout_loss = r.opt<double>("heldout_loss");
+  p.heldout_samples = r.get<std::uint64_t>("heldout_samples");
+  p.tokens_aggregated = r.get<std::uint64_t>("tokens_aggregated");
+  p.bytes_received = r.get<std::uint64_t>("bytes_received");
+  p.aggregate = r.get<std::vector<std::uint16_t>>("aggregate");
+  if (!r.ok()) return r.status();
+  return p;
 }
 
 std::string_view name(WeightsPhase p) noexcept {

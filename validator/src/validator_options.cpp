@@ -14,8 +14,19 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
   s.add_int("validator.weights_every", &o.weights_every, "Windows between weight posts.", 1, 1'000'000);
   s.add_int("validator.checkpoint_every", &o.checkpoint_every, "Windows between the lead's checkpoints.", 1, 1'000'000);
   s.add_double("validator.copy_overlap", &o.copy_overlap, "Mean top-k index overlap that counts as a copy.", 0, 1);
-  s.add_int("validator.fetch_parallelism", &o.fetch_parallelism, "Concurrent packet downloads.", 1, 256);
-  s.add_double("validator.fetch_deadline_s", &o.fetch_deadline_s, "Deadline of one packet download.", 0.1, 3600);
+  s.add_int("validator.fetch_parallelism", &o.fetch_parallelism,
+            "Peers checked at once (at least the number of miners, so that one deadline bounds the gather).", 1, 256);
+  s.add_double("validator.fetch_deadline_s", &o.fetch_deadline_s,
+               "Deadline of every call on a peer's store (HEAD, GET), retries included.", 0.1, 3600);
+  s.add_int("validator.burn_uid", &o.burn_uid,
+            "Uid that gets all the weight when no uid has a positive score (Bittensor's burn: the subnet owner's "
+            "uid 0), so older weights never stay in force.");
+  s.add_int("validator.heldout_samples", &o.heldout_samples,
+            "Samples of the data's held-out (val) split on which the global model's loss is measured each window "
+            "(0: off).",
+            0, 1'000'000);
+  s.add_double("validator.gather_deadline_s", &o.gather_deadline_s,
+               "No peer's check starts after this many seconds of a window's gather.", 0.1, 3600);
   s.add_string("validator.device", &o.device, "Where to evaluate.", {"cpu", "cuda"});
   s.add_int("validator.threads", &o.threads, "Compute threads (0 = all cores).", 0, 1024);
   s.add_int("validator.start_window", &o.start_window,

@@ -11,6 +11,19 @@ namespace crucible::validator {
 
 namespace {
 
+// The weights to post: the scores' weights, or all of it on burn_uid when
+// no uid has a positive score (posting nothing would leave older weights
+// in force on chain).
+std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> weights_to_post(const ValidatorState& st,
+                                                                                  WindowContext& cx) {
+  auto q = quantize_weights(weights(st.scores, cx.o.protocol.scoring));
+  if (q.first.empty()) {
+    log::info("no positive scores: all weight to the burn uid", {{"burn_uid", cx.o.validator.burn_uid}});
+    return {{cx.o.validator.burn_uid}, {65535}};
+  }
+  return q;
+}
+
 Status put_log(const WeightsLogEntry& e, storage::StateStore& db) {
   storage::StateStore::Batch b;
   const std::string text = to_json(e).dump();
@@ -72,8 +85,7 @@ Status commit_reveal(std::uint64_t epoch, std::uint64_t w, const chain::SubnetPa
   if (logged) {
     entry = std::move(*logged);
   } else {
-    auto [uids, values] = quantize_weights(weights(st.scores, cx.o.protocol.scoring));
-    if (uids.empty()) return Status::ok();
+    auto [uids, values] = weights_to_post(st, cx);
     CRUCIBLE_ASSIGN_OR_RETURN(chain::WeightsCommit c,
                               cx.chain().make_commit(cx.o.chain.netuid, uids, values, sp.version_key));
     entry.epoch = epoch;
@@ -109,11 +121,7 @@ Status set_weights(std::uint64_t epoch, std::uint64_t w, const chain::SubnetPara
       return put_log(*logged, cx.db);
     }
   }
-  auto [uids, values] = quantize_weights(weights(st.scores, cx.o.protocol.scoring));
-  if (uids.empty()) {
-    log::info("no positive scores yet: no weights to post", {{"epoch", epoch}});
-    return Status::ok();
-  }
+  auto [uids, values] = weights_to_post(st, cx);
   auto head = retry_transient("block number", cx.stop, [&] { return cx.chain().block_number(); });
   if (!head.is_ok()) return head.status();
   WeightsLogEntry entry;

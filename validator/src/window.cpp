@@ -1,5 +1,8 @@
 // One window, as protocol.md §6-§10 orders it.
 #include "crucible/validator/window.h"
+
+#include <cmath>
+
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/retry.h"
@@ -10,9 +13,9 @@ Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
   const auto t0 = std::chrono::steady_clock::now();
   auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
   if (!mg.is_ok()) return mg.status();
-  CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads, gather(w, *mg, cx));  // gather.cpp
-  mark_copies(uploads, st.previous_contents, cx.o.validator.copy_overlap);     // copies.cpp
-  std::optional<PublishedSet> set;                                             // aggregation.cpp
+  CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads, gather(w, *mg, st.cooldown_until, cx));  // gather.cpp
+  mark_copies(uploads, st.previous_contents, cx.o.validator.copy_overlap);                        // copies.cpp
+  std::optional<PublishedSet> set;                                                                // aggregation.cpp
   if (protocol::lead_validator(*mg) == cx.uid) {
     CRUCIBLE_ASSIGN_OR_RETURN(set, fix_aggregation_set(w, uploads, st, cx));
   }
@@ -29,8 +32,10 @@ Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
   st.previous_contents.clear();
   for (const auto& u : uploads)
     if (u.valid()) st.previous_contents[u.content] = u.uid;
-  CRUCIBLE_RETURN_IF_ERROR(advance_model(w, *mg, set, st, cx));  // aggregation.cpp
-  if (Status s = maybe_post_weights(w, st, cx); !s.is_ok()) {    // weights.cpp
+  CRUCIBLE_RETURN_IF_ERROR(advance_model(w, *mg, set, st, cx));                                   // aggregation.cpp
+  CRUCIBLE_ASSIGN_OR_RETURN(ProgressRecord progress, measure_progress(w, uploads, set, st, cx));  // progress.cpp
+  CRUCIBLE_RETURN_IF_ERROR(record_progress(progress, cx.db));
+  if (Status s = maybe_post_weights(w, st, cx); !s.is_ok()) {  // weights.cpp
     log::error("weights", {{"error", s.to_string()}});
   }
   std::size_t valid = 0;
@@ -40,6 +45,9 @@ Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
                             {"uploads_valid", valid},
                             {"evaluated", ev.input.evaluations.size()},
                             {"lead", set.has_value()},
+                            {"aggregated", progress.aggregate.size()},
+                            {"heldout_loss", progress.heldout_loss ? *progress.heldout_loss : std::nan("")},
+                            {"bytes_received", progress.bytes_received},
                             {"seconds", seconds}});
   metrics::global().set(metrics::Gauge::kWindow, static_cast<double>(w), {{"role", "validator"}});
   metrics::global().observe(metrics::Histogram::kWindowDurationSeconds, seconds, {{"role", "validator"}});

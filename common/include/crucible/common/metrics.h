@@ -36,6 +36,7 @@ enum class Gauge : std::uint16_t {
   kMinerLoss,         // crucible_miner_loss (mean inner loss of the last window)
   kTokensPerSecond,   // crucible_miner_tokens_per_second
   kGlobalStep,        // crucible_global_step{role}
+  kHeldoutLoss,       // crucible_heldout_loss (validator: the global model's held-out loss)
   kCount_,
 };
 

@@ -20,6 +20,11 @@ inline std::string fingerprint(std::uint64_t window) {
 }
 inline std::string aggregate_prefix() { return fmt::format("v{}/aggregate/", kVersion); }
 inline std::string aggregate(std::uint64_t window) { return fmt::format("v{}/aggregate/{}.json", kVersion, window); }
+// A member's packet as the lead kept it when it fixed window w's set: nodes
+// apply the set from the lead's copies, never from the members' buckets.
+inline std::string set_packet(std::uint64_t window, std::uint16_t uid) {
+  return fmt::format("v{}/set/{}/{}.crg", kVersion, window, uid);
+}
 inline std::string checkpoint(std::uint64_t global_step) {
   return fmt::format("v{}/checkpoint/{}/model.safetensors", kVersion, global_step);
 }

@@ -22,8 +22,8 @@ namespace crucible::protocol {
 
 // Opens a peer's store from its (already decoded) location.
 using StoreOpener = std::function<Result<std::shared_ptr<storage::ObjectStore>>(const storage::PeerLocation& location)>;
-// storage::open_peer_store with `policy`.
-StoreOpener default_store_opener(storage::RetryPolicy policy);
+// storage::open_peer_store with `policy` (which URLs are accepted, deadlines).
+StoreOpener default_store_opener(storage::PeerPolicy policy);
 
 inline constexpr std::size_t kPeerStoreCache = 1024;  // opened stores kept, by location text
 
@@ -48,10 +48,17 @@ class PeerDirectory {
 Result<std::uint16_t> join_subnet(chain::Chain& chain, std::uint16_t netuid, const chain::PrivateKey& key,
                                   const storage::StorageOptions& storage);
 
-// Fetches the set's packets, checks each digest against the set, decodes
-// them and merges. A packet that is missing or fails its checks is an error
-// naming the uid: every node must merge the same set or none.
-Result<TensorValues> fetch_and_merge(const AggregationSet& set, PeerDirectory& peers,
+// The lead's side of a set: before publishing window w's set it stores each
+// member's packet, as it downloaded it, at keys::set_packet(w, uid) in its
+// own store, so the set stays applicable whatever the members do with
+// their buckets afterwards.
+Status store_set_packets(const AggregationSet& set, const std::vector<ByteSpan>& packets, storage::ObjectStore& lead);
+
+// Fetches the set's packets from the lead's store, checks each digest
+// against the set, decodes them and merges. A packet that is missing or
+// fails its checks is an error naming the uid: every node must merge the
+// same set or none.
+Result<TensorValues> fetch_and_merge(const AggregationSet& set, storage::ObjectStore& lead,
                                      const std::vector<TensorSpec>& specs, std::uint64_t max_packet_bytes);
 
 }  // namespace crucible::protocol

@@ -21,6 +21,11 @@ using model::TensorValues;
 Result<std::vector<kernels::CompressedTensor>> decode_update(const packet::Packet& p,
                                                              const std::vector<TensorSpec>& specs);
 
+// The exact size of a sealed packet for this model: every layout, and so
+// every payload, follows from the shapes (protocol.md §5). A validator
+// compares it with the object's size at HEAD before downloading anything.
+Result<std::uint64_t> expected_packet_bytes(const std::vector<TensorSpec>& specs);
+
 struct PeerTensors {
   std::uint16_t uid = 0;
   std::vector<kernels::CompressedTensor> tensors;

@@ -19,6 +19,9 @@ namespace crucible::storage {
 class LocalStore final : public ObjectStore {
  public:
   static Result<std::unique_ptr<LocalStore>> open(const std::filesystem::path& root, RetryPolicy policy = {});
+  // An existing folder only, creating nothing (a peer's store, read only):
+  // not_found when it is not a folder.
+  static Result<std::unique_ptr<LocalStore>> open_existing(const std::filesystem::path& root, RetryPolicy policy = {});
 
   std::string describe() const override;
   const std::filesystem::path& root() const noexcept { return root_; }

@@ -25,8 +25,23 @@ struct PeerLocation {
 // This node's location, from its own [storage] section (its read pair).
 std::string encode_location(const StorageOptions& options);
 Result<PeerLocation> decode_location(std::string_view text);
-// A read-only view is the caller's discipline: the store is opened with the
-// read credentials only.
-Result<std::shared_ptr<ObjectStore>> open_peer_store(const PeerLocation& location, RetryPolicy policy = {});
+// What a node accepts from peers' locations.
+struct PeerPolicy {
+  RetryPolicy retry;                     // every call on the peer's store ends within retry.deadline
+  bool allow_file = false;               // file:// locations (a local network on one machine)
+  bool allow_private_endpoints = false;  // S3 endpoints on loopback, private, link-local addresses
+};
+
+// Opens a peer's store with the read credentials only. Refused
+// (permission_denied) unless the policy allows it: file:// locations, and
+// S3 endpoints whose host is localhost or a loopback, private, link-local,
+// shared or unspecified IP literal (host names are not resolved here). A
+// file:// peer must name an existing folder: nothing is created where a
+// peer says. S3 requests of a peer's store time out within the policy's
+// deadline and abort below 1 KiB/s for 10 s.
+Result<std::shared_ptr<ObjectStore>> open_peer_store(const PeerLocation& location, const PeerPolicy& policy);
+// True for localhost and loopback, private, link-local, shared (100.64/10)
+// and unspecified IPv4/IPv6 literals.
+bool is_private_host(std::string_view host);
 
 }  // namespace crucible::storage

@@ -31,6 +31,8 @@ struct S3Options {
   int parallelism = 4;  // concurrent parts / ranges
   std::chrono::milliseconds connect_timeout{5'000};
   std::chrono::milliseconds request_timeout{120'000};
+  std::uint32_t low_speed_bytes_per_s = 0;  // abort a transfer slower than this for low_speed_time (0: off)
+  std::chrono::seconds low_speed_time{10};
 };
 
 class S3Store final : public ObjectStore {

@@ -19,6 +19,9 @@ struct StorageOptions {
   double call_timeout_s = 60.0;
   int max_attempts = 5;
   std::uint64_t max_object_bytes = 1ull << 30;  // cap on any object read
+  // Peers' store locations come from the chain and are untrusted URLs:
+  bool peer_file_urls = false;          // accept file:// peers (a local network on one machine)
+  bool peer_private_endpoints = false;  // accept S3 endpoints on loopback, private or link-local addresses
 
   S3Credentials read_credentials() const;
   S3Credentials write_credentials() const;

@@ -4,14 +4,17 @@
 // what it builds (protocol::NodeIo) and never build their own.
 #pragma once
 
+#include <chrono>
+
 #include "crucible/chain/keys.h"
 #include "crucible/cli/node_config.h"
 #include "crucible/protocol/node_io.h"
 
 namespace crucible::cli {
 
-// peer_policy: retries and deadline of every call on a peer's store.
+// peer_deadline: the deadline of every call on a peer's store, retries
+// included; which peer URLs are accepted comes from [storage].
 Result<protocol::NodeIo> make_node_io(const NodeConfig& config, const chain::PrivateKey& key,
-                                      storage::RetryPolicy peer_policy);
+                                      std::chrono::milliseconds peer_deadline);
 
 }  // namespace crucible::cli

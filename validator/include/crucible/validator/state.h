@@ -5,7 +5,9 @@
 //   window_scores  w/<window:012>/summary        WindowSummary
 //                  w/<window:012>/uid/<uid:05>   UidResult (one uid in the window)
 //                  u/<uid:05>/<window:012>       the same, keyed for a uid's history
+//                  p/<window:012>                ProgressRecord (the global model after the window)
 //   weights_log    epoch/<epoch:012>             WeightsLogEntry
+//   meta           first_window                  the first window of this state (decimal text)
 #pragma once
 
 #include <cstdint>
@@ -29,6 +31,8 @@ std::string window_prefix(std::uint64_t window);
 std::string history_key(std::uint16_t uid, std::uint64_t window);
 std::string history_prefix(std::uint16_t uid);
 std::string epoch_key(std::uint64_t epoch);
+std::string progress_key(std::uint64_t window);  // p/<window:012> in window_scores
+inline constexpr const char* kProgressPrefix = "p/";
 
 nlohmann::json to_json(const MinerScore& s);
 MinerScore score_from_json(const nlohmann::json& j);
@@ -68,6 +72,18 @@ struct WindowSummary {
 };
 nlohmann::json to_json(const WindowSummary& s);
 Result<WindowSummary> window_summary_from_json(const nlohmann::json& j);
+
+// How the global model stands after window w's aggregate (protocol.md §10).
+struct ProgressRecord {
+  std::uint64_t window = 0;
+  std::optional<double> heldout_loss;  // none when there is no held-out split
+  std::uint64_t heldout_samples = 0;
+  std::uint64_t tokens_aggregated = 0;   // tokens behind the window's aggregate (members x samples x seq_len)
+  std::uint64_t bytes_received = 0;      // packet bytes downloaded in the window's gather
+  std::vector<std::uint16_t> aggregate;  // the set applied
+};
+nlohmann::json to_json(const ProgressRecord& p);
+Result<ProgressRecord> progress_from_json(const nlohmann::json& j);
 
 // A weights post as a small state machine:
 //   set_weights:    pending -> confirmed | failed

@@ -13,20 +13,23 @@ struct ValidatorOptions {
   std::string data_dir = "data/brown";                    // the same token shards as the miners
   std::string state_dir = "/var/lib/crucible/validator";  // RocksDB state and the model
   std::uint32_t eval_per_window = 20;                     // uids evaluated per window
-  std::uint32_t eval_batches = 4;                         // samples per loss (own and random)
-  double eval_lr_factor = 0.2;                            // theta' = theta - outer_lr * eval_lr_factor * clip(update)
-  std::uint32_t weights_every = 2;                        // windows between weight posts
-  std::uint32_t checkpoint_every = 5;                     // windows between the lead's checkpoints
-  double copy_overlap = 0.5;                              // mean top-k index overlap that counts as a copy
-  std::uint32_t fetch_parallelism = 8;                    // concurrent packet downloads
-  double fetch_deadline_s = 30.0;                         // per object
-  std::string device = "cpu";                             // "cpu" or "cuda"
-  int threads = 0;                                        // 0 = all cores
-  std::uint32_t max_windows = 0;                          // stop after this many windows (0 = run until stopped)
-  std::int64_t start_window = -1;  // first window to process on a fresh state (-1: the one under way)
-  std::int64_t end_window = -1;    // stop before this window (-1: never)
-  double aggregate_wait_s = 30.0;  // a non-lead waits this long for the lead's set
-  std::string random_seed;         // seed of the random-data choice (empty: derived from the key)
+  std::uint32_t heldout_samples = 64;    // samples of the val split for the held-out loss each window (0: off)
+  std::uint32_t eval_batches = 4;        // samples per loss (own and random)
+  double eval_lr_factor = 0.2;           // theta' = theta - outer_lr * eval_lr_factor * clip(update)
+  std::uint32_t weights_every = 2;       // windows between weight posts
+  std::uint32_t checkpoint_every = 5;    // windows between the lead's checkpoints
+  double copy_overlap = 0.5;             // mean top-k index overlap that counts as a copy
+  std::uint32_t fetch_parallelism = 64;  // peers checked at once (>= the miners: one deadline for all)
+  double fetch_deadline_s = 30.0;        // every call on a peer's store, retries included
+  double gather_deadline_s = 60.0;       // no peer is started after this; each ends by fetch_deadline_s
+  std::string device = "cpu";            // "cpu" or "cuda"
+  int threads = 0;                       // 0 = all cores
+  std::uint32_t max_windows = 0;         // stop after this many windows (0 = run until stopped)
+  std::int64_t start_window = -1;        // first window to process on a fresh state (-1: the one under way)
+  std::int64_t end_window = -1;          // stop before this window (-1: never)
+  double aggregate_wait_s = 30.0;        // a non-lead waits this long for the lead's set
+  std::uint16_t burn_uid = 0;            // gets all weight when no uid has a positive score (no stale weights)
+  std::string random_seed;               // seed of the random-data choice (empty: derived from the key)
 };
 
 struct ApiOptions {

@@ -46,6 +46,9 @@ struct Upload {
   chain::Hash32 digest{};
   chain::Hash32 content{};  // Keccak of the tensors' payloads: the same update signed by anyone
   std::vector<kernels::CompressedTensor> tensors;
+  Bytes packet;             // the sealed packet as downloaded (the lead keeps copies of its set's)
+  bool timed_out = false;   // the store did not answer in time (the uid cools down)
+  std::uint64_t bytes = 0;  // bytes downloaded
 
   bool valid() const { return uploaded && !rejection; }
   void reject(protocol::Rejection r, std::string why) {
@@ -59,13 +62,19 @@ struct ModelState {
   std::optional<std::uint64_t> window;  // last aggregate applied
   chain::Hash32 basis{};                // Keccak of that set as published
   model::TensorValues last_aggregate;   // for sync scores
+  std::vector<std::uint16_t> last_set;  // the members of that set
 };
+
+// A peer whose store timed out is not contacted for this many windows: a
+// silent store must not cost the fetch deadline every window.
+inline constexpr std::uint64_t kPeerCooldownWindows = 3;
 
 // Carried from window to window (and rebuilt by restore()).
 struct ValidatorState {
   std::map<std::uint16_t, MinerScore> scores;
   ModelState model;
   std::map<chain::Hash32, std::uint16_t> previous_contents;  // last window's valid updates (replays)
+  std::map<std::uint16_t, std::uint64_t> cooldown_until;     // uid -> first window it is contacted again
 };
 
 struct WindowContext {
@@ -75,6 +84,7 @@ struct WindowContext {
   protocol::PeerDirectory& peers;
   storage::StateStore& db;
   const data::Dataset& dataset;
+  const data::Dataset* heldout;  // the val split; null when there is none or it is off
   model::Replica& replica;
   std::uint16_t uid = 0;           // this validator's
   std::uint64_t private_seed = 0;  // seeds the evaluation choice and the random data
@@ -84,9 +94,15 @@ struct WindowContext {
 };
 
 // gather.cpp: every miner's upload for w, checked (a rejection per uid).
-Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg, WindowContext& cx);
+// Peers are checked fetch_parallelism at a time; none is started after
+// gather_deadline_s, each call ends by fetch_deadline_s, and a uid whose
+// store timed out is skipped for kPeerCooldownWindows (`cooldown_until`).
+Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
+                                   std::map<std::uint16_t, std::uint64_t>& cooldown_until, WindowContext& cx);
+// One uid: HEAD (present, in the slot, exactly `packet_bytes` long), then
+// GET, open, and the packet's own claims.
 Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_t w, const protocol::UploadSlot& slot,
-                    storage::ObjectStore& peer, WindowContext& cx);
+                    std::uint64_t packet_bytes, storage::ObjectStore& peer, WindowContext& cx);
 
 // copies.cpp (pure): the later of two uploads of the same update (same
 // payload, or top-k index overlap >= copy_overlap) is a copy; a repeat of
@@ -95,17 +111,23 @@ void mark_copies(std::vector<Upload>& uploads, const std::map<chain::Hash32, std
                  double copy_overlap);
 
 // aggregation.cpp: the lead fixes w's set (or reads the one it already
-// published); the bytes as stored come with it.
+// published): it first stores the members' packets in its own store
+// (keys::set_packet), then the set; the set's bytes as stored come with it.
 struct PublishedSet {
   protocol::AggregationSet set;
   Bytes bytes;
 };
 Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Upload>& uploads, const ValidatorState& st,
                                          WindowContext& cx);
-// theta_{w+1}: the lead applies its own set; others wait for the lead's.
+// theta_{w+1}: the lead applies its own set; others wait for the lead's,
+// and load the lead's checkpoint when a set cannot be applied.
 Status advance_model(std::uint64_t w, const chain::Metagraph& mg, const std::optional<PublishedSet>& own,
                      ValidatorState& st, WindowContext& cx);
-Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, ModelState& model, WindowContext& cx);
+// Applies a set from the packets the lead keeps in `lead` (its own store for the lead).
+Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, storage::ObjectStore& lead, ModelState& model,
+                 WindowContext& cx);
+// The lead's latest checkpoint, when it is past the model; whether one was loaded.
+Result<bool> load_lead_checkpoint(storage::ObjectStore& lead, ModelState& model, WindowContext& cx);
 Status save_model(const ModelState& model, WindowContext& cx);
 
 // evaluate.cpp: Gauntlet losses for a sample of the valid uploads.
@@ -124,6 +146,14 @@ std::vector<UidResult> window_results(const std::vector<Upload>& uploads, const 
                                       const std::map<std::uint16_t, MinerScore>& scores);
 Status record_window(std::uint64_t w, const std::vector<UidResult>& results, const WindowSummary& summary,
                      const std::map<std::uint16_t, MinerScore>& scores, storage::StateStore& db);
+
+// progress.cpp: the global model after the window: held-out loss on the
+// first heldout_samples samples of the val split, tokens behind the
+// aggregate, bytes received; recorded under progress_key(w).
+Result<ProgressRecord> measure_progress(std::uint64_t w, const std::vector<Upload>& uploads,
+                                        const std::optional<PublishedSet>& set, const ValidatorState& st,
+                                        WindowContext& cx);
+Status record_progress(const ProgressRecord& p, storage::StateStore& db);
 
 // weights.cpp: every weights_every windows, logged so a restart never posts twice.
 Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx);

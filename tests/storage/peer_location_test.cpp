@@ -1,0 +1,80 @@
+// Store locations come from the chain: anything a peer commits must be
+// refused cleanly, never thrown on.
+#include "crucible/storage/peer_location.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/temp_dir.h"
+
+namespace crucible::storage {
+namespace {
+
+TEST(PeerLocation, RoundTrips) {
+  StorageOptions o;
+  o.url = "s3://bucket/prefix?endpoint=https://s3.example.com&region=auto";
+  o.read_access_key_id = "rk";
+  o.read_secret_access_key = "rs";
+  auto back = decode_location(encode_location(o));
+  ASSERT_TRUE(back.is_ok()) << back.status();
+  EXPECT_EQ(back->url, o.url);
+  EXPECT_EQ(back->read.access_key_id, "rk");
+  EXPECT_EQ(back->read.secret_access_key.reveal(), "rs");
+}
+
+TEST(PeerLocation, RefusesMalformedCommitmentsWithoutThrowing) {
+  for (const char* text :
+       {"", "null", "[]", "{", R"({"v":"1","url":"file:///tmp/x"})", R"({"v":[1],"url":"file:///tmp/x"})",
+        R"({"v":2,"url":"file:///tmp/x"})", R"({"v":1})", R"({"v":1,"url":7})", R"({"v":1,"url":"ftp://x"})",
+        R"({"v":1,"url":"file:///tmp/x","read_key_id":5})", R"({"v":1,"url":"file:///tmp/x","read_key_id":"a"})",
+        R"({"v":1,"url":"file:///tmp/x","read_key_id":"a","read_secret":{}})"}) {
+    EXPECT_FALSE(decode_location(text).is_ok()) << text;
+  }
+  EXPECT_FALSE(decode_location(std::string(kMaxLocationBytes + 1, ' ')).is_ok());
+}
+
+}  // namespace
+}  // namespace crucible::storage
+
+namespace crucible::storage {
+namespace {
+
+TEST(PeerLocation, PrivateHostsAreRecognised) {
+  for (const char* h : {"localhost", "api.localhost", "127.0.0.1", "127.8.9.10", "10.1.2.3", "172.16.0.1",
+                        "172.31.255.255", "192.168.1.1", "169.254.169.254", "100.64.0.1", "0.0.0.0", "[::1]", "::1",
+                        "fe80::1", "fd00::5", "::ffff:127.0.0.1", "LOCALHOST"}) {
+    EXPECT_TRUE(is_private_host(h)) << h;
+  }
+  for (const char* h : {"s3.amazonaws.com", "8.8.8.8", "172.32.0.1", "100.128.0.1", "2606:4700::1", "example.com"}) {
+    EXPECT_FALSE(is_private_host(h)) << h;
+  }
+}
+
+PeerPolicy allow(bool file, bool private_endpoints) {
+  PeerPolicy p;
+  p.allow_file = file;
+  p.allow_private_endpoints = private_endpoints;
+  return p;
+}
+
+TEST(PeerLocation, OpenRefusesWhatThePolicyDoesNotAllow) {
+  crucible::testing::TempDir dir;
+  PeerLocation file{"file://" + (dir.path() / "peer").string(), {}};
+  EXPECT_EQ(open_peer_store(file, {}).status().code(), StatusCode::kPermissionDenied);
+  // Allowed, but nothing is created where the peer says.
+  EXPECT_EQ(open_peer_store(file, allow(true, false)).status().code(), StatusCode::kNotFound);
+  EXPECT_FALSE(std::filesystem::exists(dir.path() / "peer"));
+  std::filesystem::create_directories(dir.path() / "peer");
+  EXPECT_TRUE(open_peer_store(file, allow(true, false)).is_ok());
+  for (const char* url : {"s3://b/p?endpoint=http://127.0.0.1:7480", "s3://b/p?endpoint=http://169.254.169.254",
+                          "s3://b/p?endpoint=http://[::1]:9000", "s3://b/p?endpoint=http://localhost:9000"}) {
+    PeerLocation s3{url, {}};
+    EXPECT_EQ(open_peer_store(s3, {}).status().code(), StatusCode::kPermissionDenied) << url;
+    EXPECT_TRUE(open_peer_store(s3, allow(false, true)).is_ok()) << url;
+  }
+  EXPECT_TRUE(open_peer_store({"s3://b/p?endpoint=https://s3.example.com", {}}, {}).is_ok());
+}
+
+}  // namespace
+}  // namespace crucible::storage

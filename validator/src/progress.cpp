@@ -1,0 +1,61 @@
+// Progress (protocol.md §10): how the global model stands after window w's
+// aggregate, the product the network exists for. The held-out loss is the
+// mean next-token loss over the first heldout_samples samples of the
+// data's val split, in fixed batches, so every validator with the same
+// model and data reports the same number.
+#include <cmath>
+
+#include "crucible/common/log.h"
+#include "crucible/common/metrics.h"
+#include "crucible/validator/window.h"
+
+namespace crucible::validator {
+
+namespace {
+
+constexpr std::uint64_t kHeldoutBatch = 16;  // samples per forward pass
+
+Result<std::optional<double>> heldout_loss(WindowContext& cx, std::uint64_t& samples) {
+  samples = 0;
+  if (cx.heldout == nullptr || cx.o.validator.heldout_samples == 0) return std::optional<double>();
+  const auto L = static_cast<std::uint64_t>(cx.o.model.seq_len);
+  const std::uint64_t n = std::min<std::uint64_t>(cx.o.validator.heldout_samples, cx.heldout->num_samples(L));
+  double sum = 0;
+  for (std::uint64_t first = 0; first < n; first += kHeldoutBatch) {
+    std::vector<std::uint64_t> idx;
+    for (std::uint64_t i = first; i < std::min(n, first + kHeldoutBatch); ++i) idx.push_back(i);
+    CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, cx.heldout->tokens(idx, L));
+    CRUCIBLE_ASSIGN_OR_RETURN(double loss, cx.replica.loss(tokens, static_cast<std::int64_t>(idx.size())));
+    sum += loss * static_cast<double>(idx.size());
+  }
+  samples = n;
+  if (n == 0) return std::optional<double>();
+  return std::optional<double>(sum / static_cast<double>(n));
+}
+
+}  // namespace
+
+Result<ProgressRecord> measure_progress(std::uint64_t w, const std::vector<Upload>& uploads,
+                                        const std::optional<PublishedSet>& set, const ValidatorState& st,
+                                        WindowContext& cx) {
+  ProgressRecord p;
+  p.window = w;
+  for (const auto& u : uploads) p.bytes_received += u.bytes;
+  if (st.model.window == w) {
+    p.aggregate = set ? set->set.uids : st.model.last_set;
+    p.tokens_aggregated = static_cast<std::uint64_t>(p.aggregate.size()) * cx.o.protocol.samples_per_window *
+                          static_cast<std::uint64_t>(cx.o.model.seq_len);
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(p.heldout_loss, heldout_loss(cx, p.heldout_samples));
+  if (p.heldout_loss) metrics::global().set(metrics::Gauge::kHeldoutLoss, *p.heldout_loss);
+  return p;
+}
+
+Status record_progress(const ProgressRecord& p, storage::StateStore& db) {
+  storage::StateStore::Batch b;
+  const std::string text = to_json(p).dump();
+  b.put(storage::Family::kWindowScores, progress_key(p.window), as_bytes(text));
+  return db.commit(std::move(b));
+}
+
+}  // namespace crucible::validator
