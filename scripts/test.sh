@@ -10,7 +10,7 @@ bash scripts/setup.sh
 bash scripts/format.sh --check
 
 # Processes a test may start: none of them may outlive the suite.
-NAMES='^(anvil|crucible|crucible-miner|crucible-validator|radosgw|ceph-mon|ceph-osd|packet_fuzz)$'
+NAMES='^(anvil|crucible|crucible-miner|crucible-validator|radosgw|ceph-mon|ceph-osd|packet_fuzz|peer_json_fuzz)$'
 before=$(pgrep -E "$NAMES" 2>/dev/null | sort || true)
 rc=0
 ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" "$@" || rc=$?

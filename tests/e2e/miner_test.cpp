@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <map>
+#include <mutex>
+#include <random>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -236,6 +239,67 @@ TEST_F(MinerNodeTest, AFreshMinerStartsFromTheLeadsCheckpoint) {
   auto packet = chain::open_packet((*miner_store)->get(keys::gradient(windows[0]), 1 << 30)->data);
   ASSERT_TRUE(packet.is_ok());
   EXPECT_EQ(packet->packet.global_step, 5u);
+}
+
+// SIGKILL at random moments over several windows: the miner always comes
+// back from its state, its progress never goes backwards, and it never
+// uploads two different packets for one window.
+TEST_F(MinerNodeTest, SurvivesSigkillAtRandomPointsWithoutUploadingTwice) {
+  std::mutex mu;
+  std::map<std::string, std::string> seen;  // gradient file -> its bytes when first seen
+  std::vector<std::string> changed;
+  std::atomic<bool> watching{true};
+  std::thread watcher([&] {  // every object the miner puts, as it appears
+    const fs::path d = dir_.path() / "miner-store/v1/gradient";
+    while (watching.load()) {
+      std::error_code ec;
+      for (const auto& e : fs::directory_iterator(d, ec)) {
+        std::ifstream in(e.path(), std::ios::binary);
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        std::lock_guard lock(mu);
+        auto [it, fresh] = seen.emplace(e.path().filename().string(), bytes);
+        if (!fresh && it->second != bytes) changed.push_back(it->first);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  });
+  auto uploaded_state = [&]() -> std::optional<std::uint64_t> {
+    std::ifstream current(dir_.path() / "miner-state/CURRENT");
+    std::string gen;
+    if (!(current >> gen)) return std::nullopt;
+    auto state = nlohmann::json::parse(std::ifstream(dir_.path() / "miner-state" / gen / "state.json"), nullptr, false);
+    if (!state.is_object() || !state.contains("uploaded_window") || state["uploaded_window"].is_null())
+      return std::nullopt;
+    return state["uploaded_window"].get<std::uint64_t>();
+  };
+  std::mt19937 rng(2024);
+  std::optional<std::uint64_t> last;
+  for (int round = 0; round < 5; ++round) {
+    testing::Child miner(miner_argv(), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+    std::string out = miner.read_until("miner ready", 60'000);
+    ASSERT_THAT(out, HasSubstr("miner ready")) << "round " << round << "\n" << out;
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(500, 9000)(rng)));
+    miner.signal(SIGKILL);
+    miner.wait(10'000);
+    auto now = uploaded_state();
+    if (last) {
+      ASSERT_TRUE(now.has_value()) << "round " << round;
+      EXPECT_GE(*now, *last) << "round " << round;  // never backwards
+    }
+    if (now) last = now;
+  }
+  // Then it runs on and uploads again.
+  testing::Child miner(miner_argv("--set miner.max_windows=1"), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(miner.wait(120'000), 0) << miner.read_until("miner stopped", 1000);
+  watching = false;
+  watcher.join();
+  EXPECT_TRUE(changed.empty()) << "a window's packet was uploaded twice with different bytes: " << changed.front();
+  EXPECT_GE(uploaded_windows().size(), 1u);
+  auto after = uploaded_state();
+  ASSERT_TRUE(after.has_value());
+  if (last) {
+    EXPECT_GT(*after, *last);
+  }
 }
 
 TEST_F(MinerNodeTest, RefusesAnUnregisteredKeyAndAWrongPassword) {

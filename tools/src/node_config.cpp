@@ -88,6 +88,9 @@ Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeCo
 void start_logging(const NodeConfig& config) { log::configure(config.log, isatty(STDERR_FILENO) == 1); }
 
 int guarded_main(const std::function<int()>& body) {
+  // A closed stdout (`| tee` stopped) is an EPIPE to handle, not a signal
+  // that kills the process before it stops its children and says so.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     return body();
   } catch (const std::exception& e) {

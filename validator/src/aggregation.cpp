@@ -129,6 +129,7 @@ Result<bool> load_lead_checkpoint(storage::ObjectStore& lead, ModelState& model,
   model.window = ptr.window;
   model.basis = ptr.basis;
   model.last_aggregate.clear();
+  model.last_set.clear();
   CRUCIBLE_RETURN_IF_ERROR(save_model(model, cx));
   log::info("loaded the lead's checkpoint", {{"window", ptr.window}, {"global_step", ptr.global_step}});
   return true;

@@ -118,6 +118,7 @@ Status ValidatorNode::Impl::restore_model(storage::ObjectStore& sets, WindowCont
   auto set_bytes = sets.get(keys::aggregate(*st.model.window), protocol::kMaxSetBytes);
   if (!set_bytes.is_ok()) return Status::ok();
   auto set = protocol::decode_set(set_bytes->data);
+  if (set.is_ok()) st.model.last_set = set->uids;
   if (set.is_ok() && !set->uids.empty()) {
     auto merged = protocol::fetch_and_merge(*set, sets, replica->specs(), o.storage.max_object_bytes);
     if (merged.is_ok()) st.model.last_aggregate = std::move(*merged);
@@ -199,6 +200,7 @@ Status ValidatorNode::run(const std::atomic<bool>& stop) {
   CRUCIBLE_RETURN_IF_ERROR(m.restore_model(*sets, cx));
   CRUCIBLE_RETURN_IF_ERROR(m.replay_sets(*sets, cx));
   CRUCIBLE_ASSIGN_OR_RETURN(auto last, m.db->last_committed_window());
+  if (last) CRUCIBLE_RETURN_IF_ERROR(complete_progress(*last, m.st, cx));
   bool started = last.has_value();
   std::uint64_t next = last ? *last + 1 : 0;
   std::uint32_t done = 0;

@@ -35,20 +35,33 @@ Result<std::optional<double>> heldout_loss(WindowContext& cx, std::uint64_t& sam
 
 }  // namespace
 
-Result<ProgressRecord> measure_progress(std::uint64_t w, const std::vector<Upload>& uploads,
-                                        const std::optional<PublishedSet>& set, const ValidatorState& st,
+Result<ProgressRecord> measure_progress(std::uint64_t w, std::uint64_t bytes_received, const ValidatorState& st,
                                         WindowContext& cx) {
   ProgressRecord p;
   p.window = w;
-  for (const auto& u : uploads) p.bytes_received += u.bytes;
+  p.bytes_received = bytes_received;
   if (st.model.window == w) {
-    p.aggregate = set ? set->set.uids : st.model.last_set;
+    p.aggregate = st.model.last_set;
     p.tokens_aggregated = static_cast<std::uint64_t>(p.aggregate.size()) * cx.o.protocol.samples_per_window *
                           static_cast<std::uint64_t>(cx.o.model.seq_len);
   }
   CRUCIBLE_ASSIGN_OR_RETURN(p.heldout_loss, heldout_loss(cx, p.heldout_samples));
   if (p.heldout_loss) metrics::global().set(metrics::Gauge::kHeldoutLoss, *p.heldout_loss);
   return p;
+}
+
+Status complete_progress(std::uint64_t last, const ValidatorState& st, WindowContext& cx) {
+  CRUCIBLE_ASSIGN_OR_RETURN(auto kept, cx.db.get(storage::Family::kWindowScores, progress_key(last)));
+  if (kept) return Status::ok();
+  CRUCIBLE_ASSIGN_OR_RETURN(auto summary_bytes, cx.db.get(storage::Family::kWindowScores, window_summary_key(last)));
+  std::uint64_t bytes = 0;
+  if (summary_bytes) {
+    auto j = nlohmann::json::parse(summary_bytes->begin(), summary_bytes->end(), nullptr, false);
+    if (auto summary = window_summary_from_json(j); summary.is_ok()) bytes = summary->bytes_received;
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(ProgressRecord p, measure_progress(last, bytes, st, cx));
+  log::info("measured the last window's progress after a restart", {{"window", last}});
+  return record_progress(p, cx.db);
 }
 
 Status record_progress(const ProgressRecord& p, storage::StateStore& db) {

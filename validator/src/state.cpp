@@ -168,7 +168,8 @@ json to_json(const WindowSummary& s) {
             {"evaluated", s.evaluated},
             {"random_uid", s.random_uid},
             {"loss_before_rand", s.loss_before_rand},
-            {"median_norm", s.median_norm}};
+            {"median_norm", s.median_norm},
+            {"bytes_received", s.bytes_received}};
   if (s.aggregate) {
     j["aggregate"] = *s.aggregate;
     j["aggregate_prev"] = opt_json(s.aggregate_prev);
@@ -187,6 +188,7 @@ Result<WindowSummary> window_summary_from_json(const json& j) {
   s.median_norm = r.get<double>("median_norm");
   s.aggregate = r.opt<std::vector<std::uint16_t>>("aggregate");
   s.aggregate_prev = r.opt<std::uint64_t>("aggregate_prev");
+  s.bytes_received = r.opt<std::uint64_t>("bytes_received").value_or(0);
   if (!r.ok()) return r.status();
   return s;
 }

@@ -27,13 +27,14 @@ Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
     ev.summary.aggregate = set->set.uids;
     ev.summary.aggregate_prev = set->set.prev;
   }
+  for (const auto& u : uploads) ev.summary.bytes_received += u.bytes;
   const auto results = window_results(uploads, ev.input, st.scores);
   CRUCIBLE_RETURN_IF_ERROR(record_window(w, results, ev.summary, st.scores, cx.db));  // record.cpp
   st.previous_contents.clear();
   for (const auto& u : uploads)
     if (u.valid()) st.previous_contents[u.content] = u.uid;
-  CRUCIBLE_RETURN_IF_ERROR(advance_model(w, *mg, set, st, cx));                                   // aggregation.cpp
-  CRUCIBLE_ASSIGN_OR_RETURN(ProgressRecord progress, measure_progress(w, uploads, set, st, cx));  // progress.cpp
+  CRUCIBLE_RETURN_IF_ERROR(advance_model(w, *mg, set, st, cx));  // aggregation.cpp
+  CRUCIBLE_ASSIGN_OR_RETURN(ProgressRecord progress, measure_progress(w, ev.summary.bytes_received, st, cx));
   CRUCIBLE_RETURN_IF_ERROR(record_progress(progress, cx.db));
   if (Status s = maybe_post_weights(w, st, cx); !s.is_ok()) {  // weights.cpp
     log::error("weights", {{"error", s.to_string()}});

@@ -56,7 +56,8 @@ Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeCo
 // Applies config.log to the process logger (text on a terminal, JSON otherwise).
 void start_logging(const NodeConfig& config);
 
-// Runs `body`, turning an escaped exception into a logged error and exit code 1.
+// Runs `body`, turning an escaped exception into a logged error and exit code
+// 1. Every binary runs under it, with SIGPIPE ignored.
 int guarded_main(const std::function<int()>& body);
 
 // Exit codes shared by the binaries.

@@ -69,6 +69,7 @@ struct WindowSummary {
   double median_norm = 0;
   std::optional<std::vector<std::uint16_t>> aggregate;  // the set (lead only)
   std::optional<std::uint64_t> aggregate_prev;
+  std::uint64_t bytes_received = 0;  // packet bytes downloaded in the window's gather
 };
 nlohmann::json to_json(const WindowSummary& s);
 Result<WindowSummary> window_summary_from_json(const nlohmann::json& j);

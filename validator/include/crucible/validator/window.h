@@ -149,11 +149,14 @@ Status record_window(std::uint64_t w, const std::vector<UidResult>& results, con
 
 // progress.cpp: the global model after the window: held-out loss on the
 // first heldout_samples samples of the val split, tokens behind the
-// aggregate, bytes received; recorded under progress_key(w).
-Result<ProgressRecord> measure_progress(std::uint64_t w, const std::vector<Upload>& uploads,
-                                        const std::optional<PublishedSet>& set, const ValidatorState& st,
+// aggregate applied, bytes received; recorded under progress_key(w). It is
+// written after the window's record; a restart that finds the last
+// committed window without one measures it on the restored model.
+Result<ProgressRecord> measure_progress(std::uint64_t w, std::uint64_t bytes_received, const ValidatorState& st,
                                         WindowContext& cx);
 Status record_progress(const ProgressRecord& p, storage::StateStore& db);
+// After a restart: the last committed window's progress, if it was lost.
+Status complete_progress(std::uint64_t last, const ValidatorState& st, WindowContext& cx);
 
 // weights.cpp: every weights_every windows, logged so a restart never posts twice.
 Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx);
