@@ -10,7 +10,7 @@ if [ -z "$CLANG_FORMAT" ]; then
   echo "format.sh: clang-format not found (scripts/setup.sh installs it)" >&2
   exit 1
 fi
-mapfile -t files < <(git ls-files -- '*.cpp' '*.h' '*.cu' | grep -v '^tools/node_modules/')
+mapfile -t files < <(git ls-files --cached --others --exclude-standard -- '*.cpp' '*.h' '*.cu' | grep -v '^tools/node_modules/')
 if [ "${1:-}" = "--check" ]; then
   bad=()
   for f in "${files[@]}"; do

@@ -54,9 +54,15 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (size == 0) return 0;
   const std::string_view text(reinterpret_cast<const char*>(data + 1), size - 1);
   switch (data[0] % 3) {
-    case 0: set(text); break;
-    case 1: pointer(text); break;
-    default: fingerprint(ByteSpan(data + 1, size - 1)); break;
+    case 0:
+      set(text);
+      break;
+    case 1:
+      pointer(text);
+      break;
+    default:
+      fingerprint(ByteSpan(data + 1, size - 1));
+      break;
   }
   return 0;
 }
