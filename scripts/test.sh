@@ -9,15 +9,16 @@ cd "$ROOT"
 bash scripts/setup.sh
 bash scripts/format.sh --check
 
-# Processes a test may start: none of them may outlive the suite.
-NAMES='^(anvil|crucible|crucible-miner|crucible-validator|radosgw|ceph-mon|ceph-osd|packet_fuzz|peer_json_fuzz)$'
-before=$(pgrep -E "$NAMES" 2>/dev/null | sort || true)
+# Processes a test may start: none of them may outlive the suite. pgrep
+# matches the process name, which the kernel cuts to 15 characters.
+NAMES='^(anvil|crucible|crucible-miner|crucible-valida.*|radosgw|ceph-mon|ceph-osd|packet_fuzz|peer_json_fuzz)$'
+before=$(pgrep "$NAMES" 2>/dev/null | sort || true)
 rc=0
 ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" "$@" || rc=$?
 
 left=""
 for _ in 1 2 3 4 5 6 7 8 9 10; do
-  now=$(pgrep -E "$NAMES" 2>/dev/null | sort || true)
+  now=$(pgrep "$NAMES" 2>/dev/null | sort || true)
   left=$(comm -13 <(printf '%s\n' "$before") <(printf '%s\n' "$now") | sed '/^$/d')
   [ -z "$left" ] && break
   sleep 1
