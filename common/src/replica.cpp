@@ -134,5 +134,6 @@ Status Replica::save(const std::filesystem::path& file, const std::map<std::stri
 }
 
 Status Replica::load(const std::filesystem::path& file) { return impl_->model->load(file); }
+Status Replica::load(const safetensors::File& file) { return impl_->model->load(file); }
 
 }  // namespace crucible::model

@@ -1,8 +1,6 @@
 // The miner's catch-up (protocol.md §8-9): the lead's aggregation sets, in
 // their chain order, or the lead's checkpoint when the chain cannot be
 // followed from the model held (a fresh miner joining late, or a gap).
-#include "crucible/chain/keccak.h"
-#include "crucible/common/file_io.h"
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/protocol/aggregation_set.h"
@@ -12,7 +10,6 @@
 
 namespace crucible::miner {
 
-namespace fs = std::filesystem;
 namespace keys = protocol::keys;
 
 Result<std::vector<std::uint64_t>> MinerNode::Impl::published_after(storage::ObjectStore& lead) {
@@ -84,21 +81,13 @@ Result<bool> MinerNode::Impl::checkpoint_needed(storage::ObjectStore& lead, cons
 Status MinerNode::Impl::maybe_load_checkpoint(storage::ObjectStore& lead, const std::vector<std::uint64_t>& windows) {
   CRUCIBLE_ASSIGN_OR_RETURN(bool needed, checkpoint_needed(lead, windows));
   if (!needed) return Status::ok();
-  auto latest = lead.get(keys::checkpoint_latest(), protocol::kMaxCheckpointPointerBytes);
-  if (latest.status().code() == StatusCode::kNotFound) return Status::ok();  // none yet: follow the chain
-  if (!latest.is_ok()) return latest.status();
-  CRUCIBLE_ASSIGN_OR_RETURN(protocol::CheckpointPointer ptr, protocol::decode_checkpoint_pointer(latest->data));
-  if (state.applied_window && ptr.window <= *state.applied_window) return Status::ok();
-  if (ptr.model != o.model.canonical()) {
-    return failed_precondition("the lead's checkpoint is for another model shape ({})", ptr.model);
-  }
-  CRUCIBLE_ASSIGN_OR_RETURN(storage::Fetched model, lead.get(ptr.key, o.storage.max_object_bytes));
-  const fs::path tmp = state_dir->path() / "download.safetensors";
-  CRUCIBLE_RETURN_IF_ERROR(files::write_file_atomic(tmp, model.data));
-  Status loaded = replica->load(tmp);
-  std::error_code ec;
-  fs::remove(tmp, ec);
-  CRUCIBLE_RETURN_IF_ERROR(loaded.with_context("the lead's checkpoint"));
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      auto checkpoint,
+      protocol::fetch_newer_checkpoint(lead, state.applied_window, o.model.canonical(), o.storage.max_object_bytes));
+  if (!checkpoint) return Status::ok();  // none (newer) yet: follow the chain
+  CRUCIBLE_ASSIGN_OR_RETURN(safetensors::File file, safetensors::parse(std::move(checkpoint->model)));
+  CRUCIBLE_RETURN_IF_ERROR(replica->load(file).with_context("the lead's checkpoint"));
+  const protocol::CheckpointPointer& ptr = checkpoint->pointer;
   state.applied_window = ptr.window;
   state.global_step = ptr.global_step;
   state.basis = ptr.basis;

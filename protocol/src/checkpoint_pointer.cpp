@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crucible/protocol/object_keys.h"
 #include "crucible/storage/object_store.h"
 
 namespace crucible::protocol {
@@ -35,6 +36,22 @@ Result<CheckpointPointer> decode_checkpoint_pointer(std::string_view text) {
 
 Result<CheckpointPointer> decode_checkpoint_pointer(ByteSpan bytes) {
   return decode_checkpoint_pointer(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+}
+
+Result<std::optional<Checkpoint>> fetch_newer_checkpoint(storage::ObjectStore& lead,
+                                                         std::optional<std::uint64_t> applied,
+                                                         const std::string& model_canonical,
+                                                         std::uint64_t max_model_bytes) {
+  auto latest = lead.get(keys::checkpoint_latest(), kMaxCheckpointPointerBytes);
+  if (latest.status().code() == StatusCode::kNotFound) return std::optional<Checkpoint>();
+  if (!latest.is_ok()) return latest.status();
+  CRUCIBLE_ASSIGN_OR_RETURN(CheckpointPointer ptr, decode_checkpoint_pointer(latest->data));
+  if (applied && ptr.window <= *applied) return std::optional<Checkpoint>();
+  if (ptr.model != model_canonical) {
+    return failed_precondition("the lead's checkpoint is for another model shape ({})", ptr.model);
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(storage::Fetched model, lead.get(ptr.key, max_model_bytes));
+  return std::optional<Checkpoint>(Checkpoint{std::move(ptr), std::move(model.data)});
 }
 
 }  // namespace crucible::protocol

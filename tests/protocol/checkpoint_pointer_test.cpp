@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "crucible/protocol/object_keys.h"
+#include "crucible/storage/local_store.h"
+#include "support/temp_dir.h"
 #include "test_util.h"
 
 namespace crucible::protocol {
@@ -29,6 +32,32 @@ TEST(CheckpointPointer, RefusesWrongTypesWithoutThrowing) {
     EXPECT_EQ(decode_checkpoint_pointer(std::string_view(text)).status().code(), StatusCode::kInvalidArgument) << text;
   }
   EXPECT_FALSE(decode_checkpoint_pointer(std::string(kMaxCheckpointPointerBytes + 1, ' ')).is_ok());
+}
+
+TEST(CheckpointPointer, FetchNewerTakesOnlyANewerCheckpointOfThisModel) {
+  testing::TempDir dir;
+  auto lead = storage::LocalStore::open(dir.path());
+  ASSERT_TRUE(lead.is_ok());
+  auto none = fetch_newer_checkpoint(**lead, std::nullopt, "dim=1", 1 << 20);
+  ASSERT_TRUE(none.is_ok()) << none.status();
+  EXPECT_FALSE(none->has_value());  // the lead has none yet
+  const Bytes model{1, 2, 3};
+  ASSERT_TRUE((*lead)->put(keys::checkpoint(3), model).is_ok());
+  CheckpointPointer p{7, 3, keys::checkpoint(3), "dim=1", test::h(2)};
+  ASSERT_TRUE((*lead)->put(keys::checkpoint_latest(), as_bytes(encode_checkpoint_pointer(p))).is_ok());
+  auto fresh = fetch_newer_checkpoint(**lead, std::nullopt, "dim=1", 1 << 20);
+  ASSERT_TRUE(fresh.is_ok() && fresh->has_value()) << fresh.status();
+  EXPECT_EQ((*fresh)->pointer.window, 7u);
+  EXPECT_EQ((*fresh)->model, model);
+  auto behind = fetch_newer_checkpoint(**lead, 6, "dim=1", 1 << 20);
+  ASSERT_TRUE(behind.is_ok());
+  EXPECT_TRUE(behind->has_value());
+  auto same = fetch_newer_checkpoint(**lead, 7, "dim=1", 1 << 20);
+  ASSERT_TRUE(same.is_ok());
+  EXPECT_FALSE(same->has_value());  // not past the model held
+  EXPECT_EQ(fetch_newer_checkpoint(**lead, std::nullopt, "dim=2", 1 << 20).status().code(),
+            StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(fetch_newer_checkpoint(**lead, std::nullopt, "dim=1", 2).is_ok());  // over the size cap
 }
 
 }  // namespace

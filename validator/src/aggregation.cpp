@@ -111,21 +111,13 @@ Status follow_lead(std::uint64_t w, const chain::Metagraph& mg, ModelState& mode
 }  // namespace
 
 Result<bool> load_lead_checkpoint(storage::ObjectStore& lead, ModelState& model, WindowContext& cx) {
-  auto latest = lead.get(keys::checkpoint_latest(), protocol::kMaxCheckpointPointerBytes);
-  if (latest.status().code() == StatusCode::kNotFound) return false;
-  if (!latest.is_ok()) return latest.status();
-  CRUCIBLE_ASSIGN_OR_RETURN(protocol::CheckpointPointer ptr, protocol::decode_checkpoint_pointer(latest->data));
-  if (model.window && ptr.window <= *model.window) return false;
-  if (ptr.model != cx.o.model.canonical()) {
-    return failed_precondition("the lead's checkpoint is for another model shape ({})", ptr.model);
-  }
-  CRUCIBLE_ASSIGN_OR_RETURN(storage::Fetched bytes, lead.get(ptr.key, cx.o.storage.max_object_bytes));
-  const fs::path tmp = fs::path(cx.o.validator.state_dir) / "download.safetensors";
-  CRUCIBLE_RETURN_IF_ERROR(files::write_file_atomic(tmp, bytes.data));
-  Status loaded = cx.replica.load(tmp);
-  std::error_code ec;
-  fs::remove(tmp, ec);
-  CRUCIBLE_RETURN_IF_ERROR(loaded.with_context("the lead's checkpoint"));
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      auto checkpoint,
+      protocol::fetch_newer_checkpoint(lead, model.window, cx.o.model.canonical(), cx.o.storage.max_object_bytes));
+  if (!checkpoint) return false;
+  CRUCIBLE_ASSIGN_OR_RETURN(safetensors::File file, safetensors::parse(std::move(checkpoint->model)));
+  CRUCIBLE_RETURN_IF_ERROR(cx.replica.load(file).with_context("the lead's checkpoint"));
+  const protocol::CheckpointPointer& ptr = checkpoint->pointer;
   model.window = ptr.window;
   model.basis = ptr.basis;
   model.last_aggregate.clear();

@@ -73,7 +73,7 @@ struct ValidatorNode::Impl {
   }
 
   Status restore_scores();
-  Status restore_model(storage::ObjectStore& sets, WindowContext& cx);
+  Status restore_model(storage::ObjectStore& sets);
   Status replay_sets(storage::ObjectStore& sets, WindowContext& cx);
 };
 
@@ -103,11 +103,11 @@ Status ValidatorNode::Impl::restore_scores() {
 }
 
 // The model saved after the last applied aggregate, and that aggregate (for sync scores).
-Status ValidatorNode::Impl::restore_model(storage::ObjectStore& sets, WindowContext& cx) {
+Status ValidatorNode::Impl::restore_model(storage::ObjectStore& sets) {
   const fs::path file = fs::path(o.validator.state_dir) / "model.safetensors";
   if (!fs::exists(file)) return Status::ok();
   CRUCIBLE_ASSIGN_OR_RETURN(safetensors::File f, safetensors::read_file(file));
-  CRUCIBLE_RETURN_IF_ERROR(replica->load(file));
+  CRUCIBLE_RETURN_IF_ERROR(replica->load(f).with_context(file.string()));
   auto window = f.metadata.find("window");
   auto basis = f.metadata.find("basis");
   if (window == f.metadata.end() || basis == f.metadata.end()) {
@@ -123,7 +123,6 @@ Status ValidatorNode::Impl::restore_model(storage::ObjectStore& sets, WindowCont
     auto merged = protocol::fetch_and_merge(*set, sets, replica->specs(), o.storage.max_object_bytes);
     if (merged.is_ok()) st.model.last_aggregate = std::move(*merged);
   }
-  (void)cx;
   return Status::ok();
 }
 
@@ -197,7 +196,7 @@ Status ValidatorNode::run(const std::atomic<bool>& stop) {
   WindowContext cx = m.context(stop);
   CRUCIBLE_RETURN_IF_ERROR(m.restore_scores());
   const std::shared_ptr<storage::ObjectStore> sets = m.sets_store();
-  CRUCIBLE_RETURN_IF_ERROR(m.restore_model(*sets, cx));
+  CRUCIBLE_RETURN_IF_ERROR(m.restore_model(*sets));
   CRUCIBLE_RETURN_IF_ERROR(m.replay_sets(*sets, cx));
   CRUCIBLE_ASSIGN_OR_RETURN(auto last, m.db->last_committed_window());
   if (last) CRUCIBLE_RETURN_IF_ERROR(complete_progress(*last, m.st, cx));

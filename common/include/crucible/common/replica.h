@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "crucible/common/model_config.h"
+#include "crucible/common/safetensors.h"
 #include "crucible/common/status.h"
 #include "crucible/common/tensor_spec.h"
 
@@ -56,6 +57,7 @@ class Replica {
   // names, shapes or non-finite values.
   Status save(const std::filesystem::path& file, const std::map<std::string, std::string>& metadata = {}) const;
   Status load(const std::filesystem::path& file);
+  Status load(const safetensors::File& file);
 
   // For the inner loop (a torch translation unit): the module itself.
   Llama& llama();

@@ -5,11 +5,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "crucible/chain/keccak.h"
 #include "crucible/common/bytes.h"
 #include "crucible/common/status.h"
+#include "crucible/storage/object_store.h"
 
 namespace crucible::protocol {
 
@@ -27,5 +29,18 @@ std::string encode_checkpoint_pointer(const CheckpointPointer& p);
 // Strict: every field present with its type; the key must be a valid object key.
 Result<CheckpointPointer> decode_checkpoint_pointer(std::string_view json);
 Result<CheckpointPointer> decode_checkpoint_pointer(ByteSpan bytes);
+
+struct Checkpoint {
+  CheckpointPointer pointer;
+  Bytes model;  // the safetensors file it names
+};
+// The lead's latest checkpoint when it is past `applied` (a model holding
+// no aggregate takes any): none when the lead has none or none newer;
+// failed_precondition when it is for another model shape than
+// `model_canonical` (ModelConfig::canonical).
+Result<std::optional<Checkpoint>> fetch_newer_checkpoint(storage::ObjectStore& lead,
+                                                         std::optional<std::uint64_t> applied,
+                                                         const std::string& model_canonical,
+                                                         std::uint64_t max_model_bytes);
 
 }  // namespace crucible::protocol
