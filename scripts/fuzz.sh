@@ -9,7 +9,7 @@ cd "$ROOT"
 SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
-((${#TARGETS[@]})) || TARGETS=(packet_fuzz peer_json_fuzz)
+((${#TARGETS[@]})) || TARGETS=(packet_fuzz peer_json_fuzz location_fuzz safetensors_fuzz)
 rc=0
 for t in "${TARGETS[@]}"; do
   bin=build/bin/$t
@@ -20,7 +20,7 @@ for t in "${TARGETS[@]}"; do
   log=build/fuzz-corpus/$t.log
   echo "fuzz.sh: $t for ${SECONDS_EACH}s"
   if CRUCIBLE_FUZZ_SEED_DIR="$corpus" "$bin" -max_total_time="$SECONDS_EACH" -rss_limit_mb=2048 \
-      -malloc_limit_mb=512 -print_final_stats=1 "$corpus" >"$log" 2>&1; then
+      -malloc_limit_mb=512 -print_final_stats=1 -artifact_prefix="build/fuzz-corpus/$t-" "$corpus" >"$log" 2>&1; then
     grep -E '^stat::number_of_executed_units' "$log" | sed "s/^/  $t: /"
   else
     echo "  $t: CRASH (see $log)"; rc=1

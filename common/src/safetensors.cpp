@@ -127,6 +127,7 @@ Result<File> parse(Bytes bytes, const Limits& limits) {
       }
       continue;
     }
+    if (name.empty()) return data_loss("safetensors: a tensor has an empty name");
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets")) {
       return data_loss("safetensors: tensor '{}' lacks dtype, shape or data_offsets", name);
     }

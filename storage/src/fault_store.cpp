@@ -33,6 +33,15 @@ Status FaultInjectingStore::maybe_fail(std::string_view op) {
   return Status::ok();
 }
 
+Status FaultInjectingStore::maybe_hide(std::string_view key) {
+  std::lock_guard lock(mu_);
+  if (!faults_.hidden_prefix.empty() && key.starts_with(faults_.hidden_prefix)) {
+    ++counts_.hidden;
+    return not_found("{}: withdrawn (injected)", key);
+  }
+  return Status::ok();
+}
+
 void FaultInjectingStore::damage(Bytes& body) {
   std::lock_guard lock(mu_);
   std::uniform_real_distribution<double> coin(0, 1);
@@ -53,6 +62,7 @@ Status FaultInjectingStore::do_put(std::string_view key, ByteSpan data, const Sh
 
 Result<Fetched> FaultInjectingStore::do_get(std::string_view key, std::uint64_t max_bytes) {
   CRUCIBLE_RETURN_IF_ERROR(maybe_fail("get"));
+  CRUCIBLE_RETURN_IF_ERROR(maybe_hide(key));
   CRUCIBLE_ASSIGN_OR_RETURN(Fetched f, inner_->do_get(key, max_bytes));
   damage(f.data);  // the info (size, digest) stays as the store reported it
   age(f.info);
@@ -61,6 +71,7 @@ Result<Fetched> FaultInjectingStore::do_get(std::string_view key, std::uint64_t 
 
 Result<Bytes> FaultInjectingStore::do_get_range(std::string_view key, std::uint64_t offset, std::uint64_t length) {
   CRUCIBLE_RETURN_IF_ERROR(maybe_fail("get_range"));
+  CRUCIBLE_RETURN_IF_ERROR(maybe_hide(key));
   CRUCIBLE_ASSIGN_OR_RETURN(Bytes b, inner_->do_get_range(key, offset, length));
   damage(b);
   return b;
@@ -68,6 +79,7 @@ Result<Bytes> FaultInjectingStore::do_get_range(std::string_view key, std::uint6
 
 Result<ObjectInfo> FaultInjectingStore::do_head(std::string_view key) {
   CRUCIBLE_RETURN_IF_ERROR(maybe_fail("head"));
+  CRUCIBLE_RETURN_IF_ERROR(maybe_hide(key));
   CRUCIBLE_ASSIGN_OR_RETURN(ObjectInfo info, inner_->do_head(key));
   age(info);
   return info;
@@ -77,6 +89,7 @@ Result<ListPage> FaultInjectingStore::do_list(std::string_view prefix, const std
                                               std::size_t max_keys) {
   CRUCIBLE_RETURN_IF_ERROR(maybe_fail("list"));
   CRUCIBLE_ASSIGN_OR_RETURN(ListPage page, inner_->do_list(prefix, token, max_keys));
+  std::erase_if(page.objects, [this](const ObjectInfo& o) { return !maybe_hide(o.key).is_ok(); });
   for (auto& o : page.objects) age(o);
   return page;
 }

@@ -1,5 +1,7 @@
 #include "crucible/storage/s3_store.h"
 
+#include <sys/socket.h>
+
 #include <curl/curl.h>
 
 #include <algorithm>
@@ -15,6 +17,8 @@
 #include <fmt/format.h>
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
+
+#include "crucible/storage/peer_location.h"
 
 namespace crucible::storage {
 
@@ -50,7 +54,21 @@ struct Transfer {
   bool overflow = false;
   ByteSpan upload;
   std::size_t uploaded = 0;
+  bool refuse_private = false;   // S3Options::refuse_private_addresses
+  bool refused_address = false;  // a connection to a private address was refused
 };
+
+// Every socket curl opens for a connection, after its own name resolution:
+// a peer's host name that resolves to a private address is refused here,
+// where no later lookup can change the answer.
+curl_socket_t open_socket(void* user, curlsocktype purpose, curl_sockaddr* a) {
+  auto* t = static_cast<Transfer*>(user);
+  if (t->refuse_private && purpose == CURLSOCKTYPE_IPCXN && is_private_address(&a->addr)) {
+    t->refused_address = true;
+    return CURL_SOCKET_BAD;
+  }
+  return socket(a->family, a->socktype, a->protocol);
+}
 
 std::size_t on_header(char* data, std::size_t size, std::size_t n, void* user) {
   auto* t = static_cast<Transfer*>(user);
@@ -283,6 +301,7 @@ Result<S3Store::Response> S3Store::send(const Request& req) const {
   t.response = &response;
   t.cap = req.max_body;
   t.upload = req.body;
+  t.refuse_private = options_.refuse_private_addresses;
   CURL* curl = curl_easy_init();
   if (curl == nullptr) {
     curl_slist_free_all(headers);
@@ -302,6 +321,8 @@ Result<S3Store::Response> S3Store::send(const Request& req) const {
   curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, on_body);
   curl_easy_setopt(curl, CURLOPT_WRITEDATA, &t);
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_socket);
+  curl_easy_setopt(curl, CURLOPT_OPENSOCKETDATA, &t);
   if (req.method == "HEAD") {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (req.method == "PUT") {
@@ -324,6 +345,9 @@ Result<S3Store::Response> S3Store::send(const Request& req) const {
   std::string what = fmt::format("s3 {} {}", req.method, req.path);
   if (t.overflow) {
     return resource_exhausted("{}: response body exceeds the cap of {} bytes", what, req.max_body);
+  }
+  if (t.refused_address) {
+    return permission_denied("{}: the endpoint {} resolves to a private address", what, host_);
   }
   if (rc == CURLE_OPERATION_TIMEDOUT) return deadline_exceeded("{}: {}", what, curl_easy_strerror(rc));
   if (rc != CURLE_OK) return unavailable("{}: {}", what, curl_easy_strerror(rc));

@@ -1,5 +1,7 @@
 #include "crucible/storage/storage_options.h"
 
+#include "crucible/storage/peer_location.h"
+
 namespace crucible::storage {
 
 void bind_options(config::Schema& schema, StorageOptions& o) {
@@ -29,6 +31,10 @@ S3Credentials StorageOptions::read_credentials() const {
 
 S3Credentials StorageOptions::write_credentials() const {
   return {write_access_key_id, Secret(write_secret_access_key), ""};
+}
+
+std::string encode_location(const StorageOptions& o) {
+  return encode_location(PeerLocation{o.url, o.read_credentials()});
 }
 
 RetryPolicy StorageOptions::retry_policy() const {

@@ -2,8 +2,6 @@
 
 #include <cctype>
 
-#include "crucible/storage/local_store.h"
-
 namespace crucible::storage {
 namespace {
 
@@ -74,19 +72,6 @@ Result<StoreUrl> parse_store_url(std::string_view url) {
   // AWS itself defaults to virtual-host style; custom endpoints (Ceph, MinIO, R2) to path style.
   if (out.s3.endpoint.empty() && url.find("style=") == std::string_view::npos) out.s3.path_style = false;
   return out;
-}
-
-Result<std::shared_ptr<ObjectStore>> open_store(std::string_view url, const S3Credentials& read,
-                                                const S3Credentials& write, RetryPolicy policy) {
-  CRUCIBLE_ASSIGN_OR_RETURN(StoreUrl parsed, parse_store_url(url));
-  if (parsed.kind == StoreUrl::Kind::kFile) {
-    CRUCIBLE_ASSIGN_OR_RETURN(auto local, LocalStore::open(parsed.path, policy));
-    return std::shared_ptr<ObjectStore>(std::move(local));
-  }
-  parsed.s3.read = read;
-  parsed.s3.write = write;
-  CRUCIBLE_ASSIGN_OR_RETURN(auto s3, S3Store::open(std::move(parsed.s3), policy));
-  return std::shared_ptr<ObjectStore>(std::move(s3));
 }
 
 }  // namespace crucible::storage

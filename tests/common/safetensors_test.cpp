@@ -88,6 +88,8 @@ TEST(Safetensors, ParseRejectsMalformedFiles) {
   EXPECT_EQ(code(with_header(R"({"a":{"dtype":"F32","shape":[4611686018427387904,4],"data_offsets":[0,4]}})", 4)),
             StatusCode::kDataLoss);
   EXPECT_EQ(code(with_header(R"({"__metadata__":{"k":1}})", 0)), StatusCode::kDataLoss);
+  // an empty tensor name, which serialize() refuses (found by safetensors_fuzz)
+  EXPECT_EQ(code(with_header(R"({"":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4)), StatusCode::kDataLoss);
   EXPECT_TRUE(parse(with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4)).is_ok());
 }
 

@@ -60,17 +60,17 @@ TEST(PacketTensor, RefusesBadPayloads) {
 
   packet::Tensor nan = t;
   nan.lookup[2] = std::numeric_limits<float>::quiet_NaN();
-  EXPECT_EQ(from_packet_tensor(nan).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(from_packet_tensor(nan).status().code(), StatusCode::kOutOfRange);
   packet::Tensor inf = t;
   inf.scale = std::numeric_limits<float>::infinity();
-  EXPECT_EQ(from_packet_tensor(inf).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(from_packet_tensor(inf).status().code(), StatusCode::kOutOfRange);
 
   // Each part finite, their sum not: the decoder would produce infinity.
   packet::Tensor overflow = t;
   overflow.shift = 3e38f;
   overflow.lookup[1] = 3e38f;
   auto refused = from_packet_tensor(overflow);
-  EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(refused.status().code(), StatusCode::kOutOfRange);
   EXPECT_NE(refused.status().message().find("overflows"), std::string::npos);
 
   packet::Tensor short_codes = t;

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 
+#include "support/scripted_http.h"
 #include "support/temp_dir.h"
 
 namespace crucible::storage {
@@ -74,6 +75,45 @@ TEST(PeerLocation, OpenRefusesWhatThePolicyDoesNotAllow) {
     EXPECT_TRUE(open_peer_store(s3, allow(false, true)).is_ok()) << url;
   }
   EXPECT_TRUE(open_peer_store({"s3://b/p?endpoint=https://s3.example.com", {}}, {}).is_ok());
+}
+
+}  // namespace
+}  // namespace crucible::storage
+
+namespace crucible::storage {
+namespace {
+
+// Names the literal check cannot see through: "127.1" and 2130706433 are
+// 127.0.0.1 to the resolver, and localhost.localdomain is one in /etc/hosts
+// on most machines. A server listens there; the peer's store must be refused
+// at connect time and the server never reached.
+TEST(PeerLocation, NamesThatResolveToPrivateAddressesAreRefusedAtConnect) {
+  crucible::testing::ScriptedHttpServer server({{200, "x"}, {200, "x"}, {200, "x"}, {200, "x"}});
+  const std::string port = server.url().substr(server.url().rfind(':') + 1);
+  PeerPolicy policy;
+  policy.retry.deadline = std::chrono::seconds(5);
+  for (const std::string host : {"127.1", "2130706433", "0x7f000001"}) {
+    ASSERT_FALSE(is_private_host(host)) << host << " is caught earlier; the test needs a name it cannot see through";
+    PeerLocation s3{"s3://b/p?endpoint=http://" + host + ":" + port, {}};
+    auto store = open_peer_store(s3, policy);
+    ASSERT_TRUE(store.is_ok()) << host << ": " << store.status();
+    auto got = (*store)->get("k", 1 << 20);
+    EXPECT_EQ(got.status().code(), StatusCode::kPermissionDenied) << host << ": " << got.status();
+  }
+  EXPECT_EQ(server.requests(), 0);
+  // Allowed by the policy, the same store is reached.
+  policy.allow_private_endpoints = true;
+  auto store = open_peer_store({"s3://b/p?endpoint=http://127.1:" + port, {}}, policy);
+  ASSERT_TRUE(store.is_ok());
+  (void)(*store)->get("k", 1 << 20);
+  EXPECT_GE(server.requests(), 1);
+}
+
+TEST(PeerLocation, EndpointHostIsTheHostPart) {
+  EXPECT_EQ(endpoint_host("http://user@[::1]:9000/x"), "[::1]");
+  EXPECT_EQ(endpoint_host("https://s3.example.com"), "s3.example.com");
+  EXPECT_EQ(endpoint_host("http://10.0.0.1:80"), "10.0.0.1");
+  EXPECT_EQ(endpoint_host(""), "");
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "crucible/miner/node.h"
 #include "crucible/protocol/aggregation_set.h"
 #include "crucible/protocol/object_keys.h"
+#include "crucible/storage/fault_store.h"
 #include "crucible/storage/local_store.h"
 #include "crucible/validator/node.h"
 #include "crucible/validator/state.h"
@@ -36,82 +37,130 @@ protocol::Options network_protocol() {
   return p;
 }
 
-TEST(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
-  testing::TempDir dir;
-  testing::write_token_dataset(dir.path() / "data");
-  testing::FakeChain fake;
-  const auto validator_key = testing::test_key(500);
-  fake.add_neuron(validator_key, 1000, true);
-  std::vector<chain::PrivateKey> miner_keys{testing::test_key(501), testing::test_key(502)};
-  std::vector<std::uint16_t> miner_uids;
-  for (const auto& k : miner_keys) miner_uids.push_back(fake.add_neuron(k));
+// The chain, two miners and the validator, each node on its own thread.
+class InProcessNetwork : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::write_token_dataset(dir_.path() / "data");
+    fake_.add_neuron(validator_key_, 1000, true);
+    fake_.add_neuron(follower_key_, 10, true);
+    for (const auto& k : miner_keys_) miner_uids_.push_back(fake_.add_neuron(k));
+    blocks_ = std::thread([this] {  // 4 blocks a window, one every 250 ms
+      while (mining_.load()) {
+        fake_.mine(1);
+        std::this_thread::sleep_for(std::chrono::milliseconds(250));
+      }
+    });
+    w0_ = fake_.head() / 4 + 1;  // the first whole window ahead
+  }
+  void TearDown() override {
+    mining_ = false;
+    if (blocks_.joinable()) blocks_.join();
+  }
 
-  std::atomic<bool> stop{false};
-  std::atomic<bool> mining{true};
-  std::thread blocks([&] {  // 4 blocks a window, one every 250 ms
-    while (mining.load()) {
-      fake.mine(1);
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
-  });
-  const std::uint64_t w0 = fake.head() / 4 + 1;  // the first whole window ahead
-
-  std::vector<std::unique_ptr<miner::MinerNode>> miners;
-  for (std::size_t i = 0; i < miner_keys.size(); ++i) {
+  // Miner i; `io` may replace how it opens peers' stores.
+  void add_miner(std::size_t i, std::uint32_t windows, protocol::StoreOpener opener = nullptr) {
     miner::MinerNodeOptions mo;
     mo.protocol = network_protocol();
-    mo.chain.netuid = fake.netuid();
+    mo.chain.netuid = fake_.netuid();
     mo.model = testing::tiny_model();
-    mo.storage = testing::file_store(dir.path() / fmt::format("miner{}-store", i));
-    mo.miner.data_dir = (dir.path() / "data").string();
-    mo.miner.state_dir = (dir.path() / fmt::format("miner{}-state", i)).string();
+    mo.storage = testing::file_store(dir_.path() / fmt::format("miner{}-store", i));
+    mo.miner.data_dir = (dir_.path() / "data").string();
+    mo.miner.state_dir = (dir_.path() / fmt::format("miner{}-state", i)).string();
     mo.miner.inner_steps = 2;
     mo.miner.micro_batch = 2;
     mo.miner.threads = 1;
     mo.miner.progress = "off";
     mo.miner.aggregate_wait_s = 1.5;
-    mo.miner.max_windows = 3;
-    auto node = miner::MinerNode::create(
-        mo, miner_keys[i], testing::local_io(fake, miner_keys[i], dir.path() / fmt::format("miner{}-store", i)));
+    mo.miner.max_windows = windows;
+    auto io = testing::local_io(fake_, miner_keys_[i], dir_.path() / fmt::format("miner{}-store", i));
+    if (opener) io.open_peer_store = std::move(opener);
+    auto node = miner::MinerNode::create(mo, miner_keys_[i], std::move(io));
     ASSERT_TRUE(node.is_ok()) << node.status();
-    miners.push_back(std::move(node).value());
+    miners_.push_back(std::move(node).value());
   }
-  validator::ValidatorNodeOptions vo;
-  vo.protocol = network_protocol();
-  vo.chain.netuid = fake.netuid();
-  vo.model = testing::tiny_model();
-  vo.storage = testing::file_store(dir.path() / "validator-store");
-  vo.validator.data_dir = (dir.path() / "data").string();
-  vo.validator.state_dir = (dir.path() / "validator-state").string();
-  vo.validator.eval_batches = 2;
-  vo.validator.threads = 1;
-  vo.validator.weights_every = 1;
-  vo.validator.start_window = static_cast<std::int64_t>(w0);
-  vo.validator.end_window = static_cast<std::int64_t>(w0 + 2);
-  auto validator = validator::ValidatorNode::create(
-      vo, validator_key, testing::local_io(fake, validator_key, dir.path() / "validator-store"));
-  ASSERT_TRUE(validator.is_ok()) << validator.status();
 
-  // Wait for w0 to begin so that every node starts on a whole window.
-  while (fake.head() / 4 < w0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  std::vector<std::thread> threads;
-  std::vector<Status> results(miners.size() + 1, Status::ok());
-  for (std::size_t i = 0; i < miners.size(); ++i) threads.emplace_back([&, i] { results[i] = miners[i]->run(stop); });
-  threads.emplace_back([&] { results.back() = (*validator)->run(stop); });
-  std::thread watchdog([&] {  // never hang the suite
-    for (int i = 0; i < 1200 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    stop = true;
-  });
-  for (auto& t : threads) t.join();
-  const bool timed_out = stop.exchange(true);
-  watchdog.join();
-  mining = false;
-  blocks.join();
-  ASSERT_FALSE(timed_out) << "the nodes did not finish within 120 s";
-  for (const auto& r : results) EXPECT_TRUE(r.is_ok()) << r;
+  // The lead; with `follower`, a validator of less stake that follows it.
+  void add_validator(std::uint64_t windows, std::uint32_t checkpoint_every = 1000, bool follower = false,
+                     protocol::StoreOpener opener = nullptr) {
+    const std::string name = follower ? "follower" : "validator";
+    const chain::PrivateKey& key = follower ? follower_key_ : validator_key_;
+    validator::ValidatorNodeOptions vo;
+    vo.protocol = network_protocol();
+    vo.chain.netuid = fake_.netuid();
+    vo.model = testing::tiny_model();
+    vo.storage = testing::file_store(dir_.path() / (name + "-store"));
+    vo.validator.data_dir = (dir_.path() / "data").string();
+    vo.validator.state_dir = (dir_.path() / (name + "-state")).string();
+    vo.validator.eval_batches = 2;
+    vo.validator.threads = 1;
+    vo.validator.weights_every = 1;
+    vo.validator.checkpoint_every = checkpoint_every;
+    vo.validator.start_window = static_cast<std::int64_t>(w0_);
+    vo.validator.end_window = static_cast<std::int64_t>(w0_ + windows);
+    auto io = testing::local_io(fake_, key, dir_.path() / (name + "-store"));
+    if (opener) io.open_peer_store = std::move(opener);
+    auto v = validator::ValidatorNode::create(vo, key, std::move(io));
+    ASSERT_TRUE(v.is_ok()) << v.status();
+    (follower ? follower_ : validator_) = std::move(v).value();
+  }
 
+  // Runs every node from the start of w0 until each has stopped (120 s at most).
+  void run() {
+    while (fake_.head() / 4 < w0_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> threads;
+    std::vector<Status> results(miners_.size() + 2, Status::ok());
+    for (std::size_t i = 0; i < miners_.size(); ++i)
+      threads.emplace_back([&, i] { results[i] = miners_[i]->run(stop); });
+    threads.emplace_back([&] { results[miners_.size()] = validator_->run(stop); });
+    if (follower_) threads.emplace_back([&] { results.back() = follower_->run(stop); });
+    std::thread watchdog([&] {  // never hang the suite
+      for (int i = 0; i < 1200 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      stop = true;
+    });
+    for (auto& t : threads) t.join();
+    const bool timed_out = stop.exchange(true);
+    watchdog.join();
+    ASSERT_FALSE(timed_out) << "the nodes did not finish within 120 s";
+    for (const auto& r : results) EXPECT_TRUE(r.is_ok()) << r;
+  }
+
+  // Miner i's committed state (the nodes must be gone: it releases the lock).
+  miner::MinerState miner_state(std::size_t i) {
+    auto sd = miner::StateDir::open(dir_.path() / fmt::format("miner{}-state", i));
+    EXPECT_TRUE(sd.is_ok()) << sd.status();
+    auto r = model::Replica::create(testing::tiny_model(), {"cpu", 1}, 1);
+    EXPECT_TRUE(r.is_ok());
+    auto loaded = sd->load((*r)->specs());
+    EXPECT_TRUE(loaded.is_ok() && loaded->has_value()) << loaded.status();
+    if (!loaded.is_ok() || !loaded->has_value()) return {};
+    return (*loaded)->second;
+  }
+
+  testing::TempDir dir_;
+  testing::FakeChain fake_;
+  chain::PrivateKey validator_key_ = testing::test_key(500);
+  chain::PrivateKey follower_key_ = testing::test_key(503);
+  std::vector<chain::PrivateKey> miner_keys_{testing::test_key(501), testing::test_key(502)};
+  std::vector<std::uint16_t> miner_uids_;
+  std::atomic<bool> mining_{true};
+  std::thread blocks_;
+  std::uint64_t w0_ = 0;
+  std::vector<std::unique_ptr<miner::MinerNode>> miners_;
+  std::unique_ptr<validator::ValidatorNode> validator_;
+  std::unique_ptr<validator::ValidatorNode> follower_;
+};
+
+TEST_F(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
+  for (std::size_t i = 0; i < miner_keys_.size(); ++i) add_miner(i, 3);
+  add_validator(2);
+  run();
+  const std::uint64_t w0 = w0_;
+  const auto& miner_uids = miner_uids_;
+  auto& validator = validator_;
   // The validator processed w0 and w0+1: both miners' uploads valid, in the sets.
-  storage::StateStore& db = (*validator)->state();
+  storage::StateStore& db = validator->state();
   for (std::uint64_t w = w0; w < w0 + 2; ++w) {
     for (std::uint16_t uid : miner_uids) {
       auto row = db.get(storage::Family::kWindowScores, validator::window_uid_key(w, uid));
@@ -121,29 +170,71 @@ TEST(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
       EXPECT_TRUE(r->valid) << "window " << w << " uid " << uid << ": " << r->detail;
     }
   }
-  auto own = storage::LocalStore::open(dir.path() / "validator-store");
+  auto own = storage::LocalStore::open(dir_.path() / "validator-store");
   ASSERT_TRUE(own.is_ok());
   auto first = (*own)->get(protocol::keys::aggregate(w0), protocol::kMaxSetBytes);
   ASSERT_TRUE(first.is_ok()) << first.status();
   auto set = protocol::decode_set(first->data);
   ASSERT_TRUE(set.is_ok());
   EXPECT_EQ(set->uids, miner_uids);
-  EXPECT_EQ((*validator)->model_window(), w0 + 1);
+  EXPECT_EQ(validator->model_window(), w0 + 1);
 
   // The miners applied the lead's set of w0 (their third window waited for it).
-  miners.clear();  // releases the state folders' locks
-  for (std::size_t i = 0; i < miner_keys.size(); ++i) {
-    auto sd = miner::StateDir::open(dir.path() / fmt::format("miner{}-state", i));
-    ASSERT_TRUE(sd.is_ok()) << sd.status();
-    auto r = model::Replica::create(testing::tiny_model(), {"cpu", 1}, 1);
-    ASSERT_TRUE(r.is_ok());
-    auto loaded = sd->load((*r)->specs());
-    ASSERT_TRUE(loaded.is_ok() && loaded->has_value()) << loaded.status();
-    const miner::MinerState& st = (*loaded)->second;
+  miners_.clear();  // releases the state folders' locks
+  for (std::size_t i = 0; i < miner_keys_.size(); ++i) {
+    const miner::MinerState st = miner_state(i);
     ASSERT_TRUE(st.applied_window.has_value()) << "miner " << i;
     EXPECT_GE(*st.applied_window, w0) << "miner " << i;
     EXPECT_GE(st.global_step, 1u);
   }
+}
+
+// A set nobody can apply: miner 0 and a second validator see every peer's
+// store with the copies of w0's set withdrawn, so they cannot compute that
+// window's aggregate. Neither retries forever: the lead's next checkpoint
+// takes their models past w0, and they go on with the sets after it.
+TEST_F(InProcessNetwork, AMinerThatCannotApplyASetLoadsTheLeadsNextCheckpoint) {
+  auto faults = std::make_shared<std::vector<std::shared_ptr<storage::FaultInjectingStore>>>();
+  auto withdrawn = std::make_shared<std::mutex>();
+  protocol::StoreOpener opener =
+      [faults, withdrawn, inner = protocol::default_store_opener(testing::local_peers()),
+       prefix = fmt::format("v1/set/{}/", w0_)](
+          const storage::PeerLocation& location) -> Result<std::shared_ptr<storage::ObjectStore>> {
+    CRUCIBLE_ASSIGN_OR_RETURN(auto store, inner(location));
+    storage::FaultOptions f;
+    f.hidden_prefix = prefix;
+    auto wrapped = std::make_shared<storage::FaultInjectingStore>(std::move(store), f);
+    std::lock_guard lock(*withdrawn);
+    faults->push_back(wrapped);
+    return std::shared_ptr<storage::ObjectStore>(wrapped);
+  };
+  add_miner(0, 4, opener);
+  add_miner(1, 4);
+  add_validator(3, /*checkpoint_every=*/1);
+  add_validator(3, 1000, /*follower=*/true, opener);
+  run();
+
+  // The set of w0 had members (so it needed their packets), and miner 0 was refused them.
+  auto own = storage::LocalStore::open(dir_.path() / "validator-store");
+  ASSERT_TRUE(own.is_ok());
+  auto first = (*own)->get(protocol::keys::aggregate(w0_), protocol::kMaxSetBytes);
+  ASSERT_TRUE(first.is_ok()) << first.status();
+  ASSERT_FALSE(protocol::decode_set(first->data)->uids.empty());
+  int hidden = 0;
+  for (const auto& f : *faults) hidden += f->counts().hidden;
+  EXPECT_GE(hidden, 1);
+  auto pointer = (*own)->get(protocol::keys::checkpoint_latest(), 1 << 20);
+  ASSERT_TRUE(pointer.is_ok()) << "the lead published no checkpoint: " << pointer.status();
+
+  // Both miners are past w0; miner 0 only through a checkpoint.
+  miners_.clear();
+  for (std::size_t i = 0; i < miner_keys_.size(); ++i) {
+    const miner::MinerState st = miner_state(i);
+    ASSERT_TRUE(st.applied_window.has_value()) << "miner " << i;
+    EXPECT_GT(*st.applied_window, w0_) << "miner " << i;
+  }
+  EXPECT_EQ(follower_->model_window(), validator_->model_window());
+  EXPECT_GT(follower_->model_window().value_or(0), w0_);
 }
 
 }  // namespace

@@ -233,6 +233,13 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
     big.resize(big.size() + 1000, 0);  // a valid packet with bytes after it: refused at HEAD
     put_gradient(oversized, w, big, in_slot);
   }
+  Miner& overflow = add_miner();
+  {
+    auto bad = honest_packet(overflow, w, 0.01f, 9);
+    bad.tensors[1].shift = 3e38f;  // each part finite, lookup + shift is not
+    bad.tensors[1].lookup = {3e38f, 3e38f, 3e38f, 3e38f};
+    upload(overflow, w, bad, in_slot);
+  }
   Miner& uncommitted = add_miner(false);
   Miner& copier = add_miner();
   auto copied = honest_packet(copier, w, 0.01f, 1);  // honest's payload
@@ -266,6 +273,8 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
   EXPECT_EQ(reason(wrong_header), Rejection::kWrongHeader);
   EXPECT_EQ(reason(other_data), Rejection::kNotAssignedData);
   EXPECT_EQ(reason(shape), Rejection::kWrongShape);
+  EXPECT_EQ(reason(overflow), Rejection::kNonFinite);
+  EXPECT_THAT(by.at(overflow.uid)->detail, ::testing::HasSubstr("overflows"));
   EXPECT_EQ(reason(uncommitted), Rejection::kUnreachable);
   EXPECT_EQ(reason(oversized), Rejection::kBadPacket);
   EXPECT_THAT(by.at(oversized.uid)->detail, ::testing::HasSubstr("this model's packets are"));

@@ -49,8 +49,16 @@ void check_packet(Upload& u, const chain::Hash32& hotkey, std::uint64_t w, const
     return u.reject(Rejection::kNotAssignedData, "sample digest mismatch: not the assigned data");
   }
   auto tensors = protocol::decode_update(p, cx.replica.specs());
-  if (!tensors.is_ok())
-    return u.reject(Rejection::kWrongShape, "does not fit the model: " + tensors.status().to_string());
+  if (!tensors.is_ok()) {
+    switch (tensors.status().code()) {
+      case StatusCode::kInvalidArgument:  // names, shapes, layout
+        return u.reject(Rejection::kWrongShape, "does not fit the model: " + tensors.status().to_string());
+      case StatusCode::kOutOfRange:  // values that are not finite, or decode to values that are not
+        return u.reject(Rejection::kNonFinite, tensors.status().to_string());
+      default:  // a payload that is not the codec's
+        return u.reject(Rejection::kBadPacket, tensors.status().to_string());
+    }
+  }
   u.content = content_of(p);
   u.tensors = std::move(*tensors);
 }

@@ -37,12 +37,12 @@ Result<CompressedTensor> from_packet_tensor(const packet::Tensor& t) {
     return data_loss("tensor '{}': payload sizes do not match its layout", t.name);
   }
   if (!std::isfinite(t.shift) || !std::isfinite(t.scale))
-    return data_loss("tensor '{}': non-finite shift or scale", t.name);
+    return out_of_range("tensor '{}': non-finite shift or scale", t.name);
   // Every value the decoder will compute, not only the stored parts: each
   // finite lookup value plus a finite shift can still overflow to infinity.
   for (float v : t.lookup) {
-    if (!std::isfinite(v)) return data_loss("tensor '{}': non-finite lookup value", t.name);
-    if (!std::isfinite(v + t.shift)) return data_loss("tensor '{}': lookup value + shift overflows", t.name);
+    if (!std::isfinite(v)) return out_of_range("tensor '{}': non-finite lookup value", t.name);
+    if (!std::isfinite(v + t.shift)) return out_of_range("tensor '{}': lookup value + shift overflows", t.name);
   }
   c.indices.resize(kept);
   CRUCIBLE_RETURN_IF_ERROR(unpack_indices12(t.indices, c.indices).with_context(t.name));

@@ -16,7 +16,8 @@ Result<packet::Tensor> to_packet_tensor(std::string name, std::span<const std::i
                                         const CompressedTensor& c);
 
 // invalid_argument for a layout other than the protocol's, data_loss for a
-// bad payload (index order, padding, non-finite parameters).
+// bad payload (index order, padding), out_of_range for parameters that are
+// not finite or whose decoded values would not be (lookup + shift).
 Result<CompressedTensor> from_packet_tensor(const packet::Tensor& t);
 
 }  // namespace crucible::kernels

@@ -1,7 +1,7 @@
 // FaultInjectingStore: wraps a store and misbehaves on purpose, for
 // reliability tests (in the spirit of RocksDB's FaultInjectionTestFS):
-// added latency, transient errors, truncated bodies, flipped bits, and a
-// Last-Modified shifted into the past. Deterministic for a given seed.
+// added latency, transient errors, truncated bodies, flipped bits, a
+// Last-Modified shifted into the past, and withdrawn objects. Deterministic for a given seed.
 #pragma once
 
 #include <chrono>
@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <random>
+#include <string>
 
 #include "crucible/storage/object_store.h"
 
@@ -20,6 +21,7 @@ struct FaultOptions {
   double truncate_rate = 0;                 // fraction of bodies cut short
   double bitflip_rate = 0;                  // fraction of bodies with one bit flipped
   std::int64_t stale_last_modified_ms = 0;  // subtracted from every Last-Modified
+  std::string hidden_prefix;                // objects under it read as not_found (withdrawn); empty: none
   std::uint64_t seed = 1;
 };
 
@@ -27,6 +29,7 @@ struct FaultCounts {
   int errors = 0;
   int truncations = 0;
   int bitflips = 0;
+  int hidden = 0;  // reads answered not_found under hidden_prefix
 };
 
 class FaultInjectingStore final : public ObjectStore {
@@ -47,6 +50,7 @@ class FaultInjectingStore final : public ObjectStore {
 
  private:
   Status maybe_fail(std::string_view op);
+  Status maybe_hide(std::string_view key);
   void damage(Bytes& body);
   void age(ObjectInfo& info) const { info.last_modified_ms -= faults_.stale_last_modified_ms; }
 

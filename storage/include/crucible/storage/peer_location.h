@@ -5,6 +5,8 @@
 // commitments are untrusted: size-capped, strictly parsed, URL validated.
 #pragma once
 
+#include <sys/socket.h>
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -24,6 +26,7 @@ struct PeerLocation {
 
 // This node's location, from its own [storage] section (its read pair).
 std::string encode_location(const StorageOptions& options);
+std::string encode_location(const PeerLocation& location);
 Result<PeerLocation> decode_location(std::string_view text);
 // What a node accepts from peers' locations.
 struct PeerPolicy {
@@ -35,7 +38,9 @@ struct PeerPolicy {
 // Opens a peer's store with the read credentials only. Refused
 // (permission_denied) unless the policy allows it: file:// locations, and
 // S3 endpoints whose host is localhost or a loopback, private, link-local,
-// shared or unspecified IP literal (host names are not resolved here). A
+// shared or unspecified IP literal; host names are resolved by curl and
+// every address it connects to is checked again (a name that resolves to
+// a private address, "127.1", a decimal IPv4 number: permission_denied). A
 // file:// peer must name an existing folder: nothing is created where a
 // peer says. S3 requests of a peer's store time out within the policy's
 // deadline and abort below 1 KiB/s for 10 s.
@@ -43,5 +48,10 @@ Result<std::shared_ptr<ObjectStore>> open_peer_store(const PeerLocation& locatio
 // True for localhost and loopback, private, link-local, shared (100.64/10)
 // and unspecified IPv4/IPv6 literals.
 bool is_private_host(std::string_view host);
+// The same test on a resolved address (IPv4, IPv6, v4-mapped); true for
+// anything that is not an internet address.
+bool is_private_address(const sockaddr* address);
+// The host of an endpoint URL ("http://user@[::1]:9000/x" -> "[::1]").
+std::string_view endpoint_host(std::string_view endpoint);
 
 }  // namespace crucible::storage

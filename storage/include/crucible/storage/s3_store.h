@@ -33,6 +33,7 @@ struct S3Options {
   std::chrono::milliseconds request_timeout{120'000};
   std::uint32_t low_speed_bytes_per_s = 0;  // abort a transfer slower than this for low_speed_time (0: off)
   std::chrono::seconds low_speed_time{10};
+  bool refuse_private_addresses = false;  // connect only to public addresses (a peer's store)
 };
 
 class S3Store final : public ObjectStore {

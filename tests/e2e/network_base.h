@@ -1,0 +1,296 @@
+// The pieces of a local network for the end-to-end tests that run the
+// real binaries: data, anvil with the stand-ins, the network's config, node
+// launchers, and bad miners played by the test (each a registered uid with
+// its own store).
+#pragma once
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <random>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "crucible/chain/abi.h"
+#include "crucible/chain/evm_chain.h"
+#include "crucible/chain/packet_signing.h"
+#include "crucible/chain/standins.h"
+#include "crucible/common/dataset.h"
+#include "crucible/common/model.h"
+#include "crucible/common/sampler.h"
+#include "crucible/kernels/packet_tensor.h"
+#include "crucible/protocol/aggregation_set.h"
+#include "crucible/protocol/checkpoint_pointer.h"
+#include "crucible/protocol/object_keys.h"
+#include "crucible/protocol/update.h"
+#include "crucible/storage/local_store.h"
+#include "crucible/storage/state_store.h"
+#include "crucible/validator/state.h"
+#include "support/local_network.h"
+#include "support/process.h"
+#include "support/temp_dir.h"
+
+namespace crucible::e2e {
+
+namespace fs = std::filesystem;
+namespace keys = protocol::keys;
+
+constexpr std::uint32_t kBlocksPerWindow = 8;
+constexpr std::uint32_t kSamples = 16;
+constexpr int kValidatorWindows = 4;
+
+enum class Bad { kNoise, kNan, kShape, kCopy, kLate, kOtherData, kWrongSigner };
+inline const char* bad_name(Bad b) {
+  switch (b) {
+    case Bad::kNoise:
+      return "noise";
+    case Bad::kNan:
+      return "nan";
+    case Bad::kShape:
+      return "shape";
+    case Bad::kCopy:
+      return "copy";
+    case Bad::kLate:
+      return "late";
+    case Bad::kOtherData:
+      return "other-data";
+    case Bad::kWrongSigner:
+      return "wrong-signer";
+  }
+  return "?";
+}
+
+struct BadMiner {
+  Bad kind;
+  chain::PrivateKey key;
+  std::uint16_t uid = 0;
+  std::unique_ptr<storage::LocalStore> store;
+  fs::path root;
+};
+
+// A local network: data, chain, the network's config, and node launchers.
+class NetworkBase : public ::testing::Test {
+ protected:
+  // `storage_extra`: more [storage] lines of the network config.
+  void start_network(const std::string& storage_extra = "") {
+    data_ = testing::prepare_brown(dir_.path());
+    chain_ = testing::start_chain(dir_.path());
+    ASSERT_TRUE(chain_);
+    auto config = model::load_model_config(std::string(CRUCIBLE_SOURCE_DIR) + "/configs/models/tiny.toml");
+    ASSERT_TRUE(config.is_ok());
+    auto m = model::Llama::create(*config, 1);
+    for (const auto& p : m->parameters()) specs_.push_back({p.name, p.tensor.sizes().vec()});
+    auto ds = data::Dataset::open(data_);
+    ASSERT_TRUE(ds.is_ok());
+    dataset_.emplace(std::move(*ds));
+
+    const auto& keys = chain_->dev_keys();
+    validator_key_ = keys[1];
+    validator_uid_ = testing::register_key(*chain_, validator_key_);
+    ASSERT_TRUE(chain_->set_stake(validator_uid_, 1'000'000'000'000, true).is_ok());
+    for (int i : {2, 3}) {
+      honest_keys_.push_back(keys[static_cast<std::size_t>(i)]);
+      honest_uids_.push_back(testing::register_key(*chain_, keys[static_cast<std::size_t>(i)]));
+    }
+    network_ = dir_.write("network.toml", fmt::format(R"(
+[log]
+format = "text"
+[protocol]
+blocks_per_window = {}
+upload_slot_s = 5.0
+clock_skew_s = 0.5
+samples_per_window = {}
+[chain]
+rpc_url = "{}"
+[storage]
+peer_file_urls = true
+{}
+)",
+                                                      kBlocksPerWindow, kSamples, chain_->url(), storage_extra));
+  }
+
+  void add_bad_miners() {
+    const auto& keys = chain_->dev_keys();
+    const std::vector<std::pair<Bad, std::size_t>> bad{{Bad::kNoise, 4},      {Bad::kNan, 5},  {Bad::kShape, 6},
+                                                       {Bad::kCopy, 7},       {Bad::kLate, 8}, {Bad::kOtherData, 9},
+                                                       {Bad::kWrongSigner, 0}};
+    for (auto [kind, k] : bad) {
+      BadMiner b{kind, keys[k], 0, nullptr, dir_.path() / fmt::format("bad-{}", bad_name(kind))};
+      b.uid = testing::register_key(*chain_, b.key);
+      testing::commit_location(*chain_, b.key, "file://" + b.root.string());
+      auto s = storage::LocalStore::open(b.root);
+      ASSERT_TRUE(s.is_ok());
+      b.store = std::move(*s);
+      bad_.push_back(std::move(b));
+    }
+  }
+
+  static std::uint16_t free_port() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+    close(fd);
+    return ntohs(a.sin_port);
+  }
+
+  std::vector<std::string> node_argv(const std::string& binary, const std::string& node_toml, const std::string& key) {
+    std::string cmd =
+        fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --config '{}' --key '{}' 2>&1",
+                    testing::bin(binary), network_, CRUCIBLE_SOURCE_DIR, node_toml, key);
+    return {"/bin/bash", "-c", cmd};
+  }
+
+  std::unique_ptr<testing::Child> start_miner(std::size_t i) {
+    const std::string name = fmt::format("honest{}", i);
+    std::string toml =
+        dir_.write(name + ".toml", fmt::format(R"(
+[storage]
+url = "file://{}"
+[miner]
+data_dir = "{}"
+state_dir = "{}"
+inner_steps = 3
+micro_batch = 4
+lr = 0.003
+warmup_steps = 0
+threads = 1
+aggregate_wait_s = 10.0
+progress = "off"
+max_windows = {}
+)",
+                                               (dir_.path() / (name + "-store")).string(), data_,
+                                               (dir_.path() / (name + "-state")).string(), kValidatorWindows + 2));
+    std::string key = testing::write_keystore(honest_keys_[i], dir_.path() / (name + ".key"), "pw");
+    return std::make_unique<testing::Child>(node_argv("crucible-miner", toml, key),
+                                            std::map<std::string, std::string>{{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  }
+
+  std::unique_ptr<testing::Child> start_validator(const std::string& name = "validator", const std::string& extra = "",
+                                                  std::optional<chain::PrivateKey> key_in = std::nullopt) {
+    api_port_ = free_port();
+    std::string toml = dir_.write(
+        name + ".toml",
+        fmt::format(R"(
+[storage]
+url = "file://{}"
+[validator]
+data_dir = "{}"
+state_dir = "{}"
+eval_per_window = 20
+eval_batches = 4
+eval_lr_factor = 1.0
+weights_every = 2
+checkpoint_every = 2
+threads = 1
+aggregate_wait_s = 5.0
+{}
+[api]
+port = {}
+)",
+                    (dir_.path() / (name + "-store")).string(), data_, (dir_.path() / (name + "-state")).string(),
+                    extra.empty() ? fmt::format("max_windows = {}", kValidatorWindows) : extra, api_port_));
+    const fs::path key_path = dir_.path() / (name + ".key");
+    std::string key = fs::exists(key_path) ? key_path.string()
+                                           : testing::write_keystore(key_in.value_or(validator_key_), key_path, "pw");
+    return std::make_unique<testing::Child>(node_argv("crucible-validator", toml, key),
+                                            std::map<std::string, std::string>{{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  }
+
+  // A well-formed update of random values, compressed like a miner's.
+  std::vector<packet::Tensor> random_update(std::uint64_t seed, float scale) {
+    std::mt19937 rng(static_cast<std::uint32_t>(seed));
+    std::normal_distribution<float> normal(0.0f, scale);
+    std::vector<packet::Tensor> out;
+    for (const auto& s : specs_) {
+      std::vector<float> x(static_cast<std::size_t>(s.numel()));
+      for (float& v : x) v = normal(rng);
+      auto c = kernels::compress(x, s.shape, 1);
+      out.push_back(*kernels::to_packet_tensor(s.name, s.shape, *c));
+    }
+    return out;
+  }
+
+  chain::Hash32 digest_for(std::uint16_t uid, std::uint64_t w) {
+    auto idx = assign_samples(uid, w, dataset_->num_samples(128), kSamples);
+    std::vector<std::uint64_t> ids;
+    for (auto i : *idx) ids.push_back(dataset_->sample_id(i, 128));
+    return data::sample_digest(ids);
+  }
+
+  void upload_bad(BadMiner& b, std::uint64_t w, const Bytes* honest_packet, double slot_start) {
+    packet::Packet p;
+    p.window = w;
+    p.uid = b.uid;
+    p.sample_digest = digest_for(b.uid, w);
+    p.tensors = random_update(w * 1000 + b.uid, 0.02f);
+    const chain::PrivateKey* signer = &b.key;
+    chain::PrivateKey stranger = *chain::PrivateKey::generate();
+    switch (b.kind) {
+      case Bad::kNoise:
+        p.tensors = random_update(w * 1000 + b.uid, 1.0f);
+        break;
+      case Bad::kNan:
+        p.tensors[3].lookup[1] = std::numeric_limits<float>::quiet_NaN();
+        break;
+      case Bad::kShape: {
+        // The tensors of another model shape: [dim, dim] claimed as [dim/2, 2*dim].
+        std::vector<std::int64_t> bent{specs_[2].shape[0] / 2, specs_[2].shape[1] * 2};
+        std::vector<float> x(static_cast<std::size_t>(specs_[2].numel()), 0.01f);
+        auto c = kernels::compress(x, bent, 1);
+        p.tensors[2] = *kernels::to_packet_tensor(specs_[2].name, bent, *c);
+        break;
+      }
+      case Bad::kCopy: {
+        if (honest_packet == nullptr) return;
+        auto opened = chain::open_packet(*honest_packet);
+        if (!opened.is_ok()) return;
+        p.tensors = opened->packet.tensors;  // someone else's work, re-signed
+        break;
+      }
+      case Bad::kOtherData:
+        p.sample_digest = digest_for(static_cast<std::uint16_t>(b.uid + 100), w);
+        break;
+      case Bad::kWrongSigner:
+        signer = &stranger;
+        break;
+      case Bad::kLate:
+        break;
+    }
+    auto sealed = chain::seal_packet(p, *signer);
+    ASSERT_TRUE(sealed.is_ok()) << sealed.status();
+    ASSERT_TRUE(b.store->put(keys::gradient(w), *sealed).is_ok());
+    if (b.kind == Bad::kLate) {
+      // The store's clock says it came 30 s after the slot closed.
+      auto t = std::chrono::file_clock::from_sys(
+          std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
+              std::chrono::duration<double>(slot_start + 33))));
+      fs::last_write_time(b.root / keys::gradient(w), t);
+    }
+  }
+
+  testing::TempDir dir_;
+  std::string data_, network_;
+  std::unique_ptr<chain::LocalChain> chain_;
+  std::vector<protocol::TensorSpec> specs_;
+  std::optional<data::Dataset> dataset_;
+  chain::PrivateKey validator_key_ = *chain::PrivateKey::generate();
+  std::uint16_t validator_uid_ = 0;
+  std::vector<chain::PrivateKey> honest_keys_;
+  std::vector<std::uint16_t> honest_uids_;
+  std::vector<BadMiner> bad_;
+  std::uint16_t api_port_ = 0;
+};
+
+}  // namespace crucible::e2e
