@@ -72,7 +72,7 @@ chain::Hash32 set_basis(ByteSpan published) { return chain::keccak256(published)
 
 AggregationSet choose_set(std::uint64_t window, std::optional<std::uint64_t> prev, std::vector<SetCandidate> candidates,
                           std::size_t top) {
-  std::erase_if(candidates, [](const SetCandidate& c) { return c.evaluated && c.final_score <= 0; });
+  std::erase_if(candidates, [](const SetCandidate& c) { return !c.admitted; });
   std::sort(candidates.begin(), candidates.end(), [](const SetCandidate& a, const SetCandidate& b) {
     return a.final_score != b.final_score ? a.final_score > b.final_score : a.uid < b.uid;
   });

@@ -19,6 +19,16 @@ void bind_scoring(config::Schema& schema, ScoringParams& s) {
                     "Score factor per consecutive window without a valid upload.", 0, 1);
   schema.add_double("protocol.weight_power", &s.weight_power,
                     "Weights are proportional to max(0, final score)^weight_power.", 0, 100);
+  schema.add_double("protocol.rank_tie", &s.rank_tie,
+                    "Gradient scores within this of their group's best tie in a window's ranking "
+                    "(measurement noise between equally good updates decides nothing).",
+                    0, 1);
+  schema.add_double("protocol.evidence_alpha", &s.evidence_alpha,
+                    "Weight of the newest gradient score in a uid's evidence for set admission.", 0.01, 1);
+  schema.add_double("protocol.harm_tolerance", &s.harm_tolerance,
+                    "A uid whose evidence (moving average of gradient scores) is below minus this is left out "
+                    "of the aggregation set until it recovers.",
+                    0, 1);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // Liveness end to end (issue #11): the real binaries (two honest
 // crucible-miner processes and crucible-validator as the lead, on anvil)
 // beside attackers played by this test, each a registered uid:
-//   withdraw     uploads a packet and deletes it once the lead names the set
+//   withdraw     uploads a harmless packet (admitted to the set) and deletes
+//                it once the lead names the set
 //   silent       its store (S3 on loopback) accepts connections, never answers
 //   slow         its store answers one byte a second
 //   flaky        its store fails 20% of requests with 503, each after 300 ms
@@ -125,8 +126,8 @@ class AttackTest : public e2e::NetworkBase {
   void attack(Attacker& a, std::uint64_t w) {
     auto noise = random_update(w * 1000 + a.uid, 1.0f);  // well-formed, harmful
     switch (a.kind) {
-      case Attack::kWithdraw:
-        ASSERT_TRUE(a.store->put(keys::gradient(w), sealed(a, w, noise)).is_ok());
+      case Attack::kWithdraw:  // an update too small to harm, so that it is admitted to the set
+        ASSERT_TRUE(a.store->put(keys::gradient(w), sealed(a, w, random_update(w * 1000 + a.uid, 1e-5f))).is_ok());
         break;
       case Attack::kFlaky:
         a.s3->put(kBucket, keys::gradient(w), sealed(a, w, noise));

@@ -47,19 +47,19 @@ TEST(AggregationSet, BasisIsTheKeccakOfThePublishedBytes) {
   EXPECT_NE(set_basis(as_bytes(text)), set_basis(as_bytes(text + " ")));
 }
 
-TEST(ChooseSet, LeavesOutTheScoredBadRanksTheRestAndListsByUid) {
+TEST(ChooseSet, AdmitsOnlyByEvidenceCapsByScoreAndListsByUid) {
   std::vector<SetCandidate> c{
-      {9, h(9), 0.5, true}, {2, h(2), 0.9, true}, {5, h(5), 0, true},  // 5: evaluated with final 0: out
-      {7, h(7), 0, false},                                             // never evaluated: in, ranked at 0
+      {9, h(9), 0.5, true},  {2, h(2), 0.9, true}, {5, h(5), 0, true},  // admitted with final 0 (an unlucky rank): in
+      {7, h(7), 3.0, false},  // not admitted (no evidence yet, or harm), whatever its score: out
       {4, h(4), 0.5, true},
   };
   AggregationSet s = choose_set(8, 6, c, 3);
   EXPECT_EQ(s.window, 8u);
   EXPECT_EQ(s.prev, 6u);
-  // 2 (0.9), then 4 and 9 tie at 0.5 (lower uid first) -> {2, 4, 9}; 7 is fourth.
+  // 2 (0.9), then 4 and 9 tie at 0.5 (lower uid first) -> {2, 4, 9}; 5 is fourth.
   EXPECT_EQ(s.uids, (std::vector<std::uint16_t>{2, 4, 9}));
   EXPECT_EQ(s.digests, (std::vector<chain::Hash32>{h(2), h(4), h(9)}));
-  EXPECT_EQ(choose_set(8, 6, c, 10).uids, (std::vector<std::uint16_t>{2, 4, 7, 9}));
+  EXPECT_EQ(choose_set(8, 6, c, 10).uids, (std::vector<std::uint16_t>{2, 4, 5, 9}));
   EXPECT_TRUE(choose_set(8, std::nullopt, {}, 10).uids.empty());
   // The input order does not matter.
   std::reverse(c.begin(), c.end());

@@ -180,15 +180,89 @@ TEST(Gauntlet, WeightsArePowerNormalisedAndQuantised) {
 TEST(Gauntlet, EvaluationChoiceIsSeededAndFavoursTheWaiting) {
   std::map<std::uint16_t, MinerScore> s;
   std::vector<std::uint16_t> c{1, 2, 3, 4, 5, 6};
-  EXPECT_EQ(choose_for_evaluation(c, s, 3, 42), choose_for_evaluation(c, s, 3, 42));
-  EXPECT_EQ(choose_for_evaluation(c, s, 10, 1).size(), 6u);
+  for (auto u : c) s[u].evaluations = 1;  // each has a record
+  EXPECT_EQ(choose_for_evaluation(c, s, 3, 4, 42), choose_for_evaluation(c, s, 3, 4, 42));
+  EXPECT_EQ(choose_for_evaluation(c, s, 10, 4, 1).size(), 6u);
   s[6].waiting = 1000;
   int picked = 0;
   for (std::uint64_t seed = 0; seed < 50; ++seed) {
-    auto chosen = choose_for_evaluation(c, s, 1, seed);
+    auto chosen = choose_for_evaluation(c, s, 1, 0, seed);
     picked += chosen[0] == 6;
   }
   EXPECT_GT(picked, 45);
+}
+
+TEST(Gauntlet, ASwarmOfNewcomersTakesAtMostItsShareOfEvaluations) {
+  std::map<std::uint16_t, MinerScore> s;
+  std::vector<std::uint16_t> c;
+  for (std::uint16_t u = 1; u <= 4; ++u) {  // four uids with a record
+    s[u].evaluations = 3;
+    c.push_back(u);
+  }
+  for (std::uint16_t u = 100; u < 150; ++u) c.push_back(u);  // fifty fresh ones
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    auto chosen = choose_for_evaluation(c, s, 6, 2, seed);
+    ASSERT_EQ(chosen.size(), 6u);
+    int fresh = 0;
+    for (auto u : chosen) fresh += u >= 100;
+    EXPECT_EQ(fresh, 2) << "seed " << seed;  // two newcomer slots, the four with a record all chosen
+  }
+  // With slots to spare, newcomers fill them.
+  EXPECT_EQ(choose_for_evaluation({1, 100, 101, 102}, s, 10, 1, 7).size(), 4u);
+  // Every newcomer gets evaluated first when there is room: a fresh network.
+  EXPECT_EQ(choose_for_evaluation({100, 101}, {}, 20, 4, 7), (std::vector<std::uint16_t>{100, 101}));
+}
+
+TEST(Gauntlet, ScoresWithinRankTieShareARank) {
+  ScoringParams p;
+  p.rank_tie = 1e-3;
+  std::map<std::uint16_t, MinerScore> s;
+  WindowInput in;
+  in.window = 1;
+  // Gradient scores 0.2000, 0.1998 (a tie, within 1e-3) and 0.1 (worse).
+  in.evaluations = {eval(1, 4, 3, 5, 4.0), eval(2, 4, 3, 5, 4.001), eval(3, 4, 3, 5, 4.5)};
+  in.uploaded = in.candidates = {1, 2, 3};
+  score_window(s, in, p);
+  EXPECT_DOUBLE_EQ(s[1].rating.mu, s[2].rating.mu);
+  EXPECT_DOUBLE_EQ(s[1].rating.sigma, s[2].rating.sigma);
+  EXPECT_GT(s[2].rating.mu, s[3].rating.mu);
+  // Without the tie, the order of two equally good updates decides.
+  p.rank_tie = 0;
+  std::map<std::uint16_t, MinerScore> strict;
+  score_window(strict, in, p);
+  EXPECT_GT(strict[1].rating.mu, strict[2].rating.mu);
+}
+
+TEST(Gauntlet, AdmissionNeedsEvidenceAndLeavesOnlyOnHarm) {
+  ScoringParams p;
+  p.harm_tolerance = 1e-3;
+  p.evidence_alpha = 0.5;
+  std::map<std::uint16_t, MinerScore> s;
+  EXPECT_FALSE(admitted(s[1], p));  // no evaluation yet: no evidence
+  WindowInput in;
+  in.window = 1;
+  in.uploaded = in.candidates = {1, 2};
+  in.evaluations = {eval(1, 4, 3, 5, 4.9), eval(2, 4, 3, 5, 6)};  // 1 helps (+0.02), 2 harms (-0.2)
+  score_window(s, in, p);
+  EXPECT_TRUE(admitted(s[1], p));
+  EXPECT_FALSE(admitted(s[2], p));
+  EXPECT_NEAR(s[1].evidence, 0.02, 1e-12);
+  // One unlucky evaluation (slightly worse) keeps an honest uid in.
+  in.window = 2;
+  in.evaluations = {eval(1, 4, 3, 5, 5.05)};  // -0.01: evidence (0.02 - 0.01) / 2 > 0
+  score_window(s, in, p);
+  EXPECT_TRUE(admitted(s[1], p));
+  // Evidence of harm, repeated, takes it out; an invalid update too.
+  in.window = 3;
+  in.evaluations = {eval(1, 4, 3, 5, 5.5)};
+  score_window(s, in, p);
+  EXPECT_FALSE(admitted(s[1], p));
+  in.window = 4;
+  in.evaluations = {eval(2, 4, 3, 5, 4), Evaluation{1, false, "copy", 0, 0, 0, 0}};
+  score_window(s, in, p);
+  EXPECT_FALSE(admitted(s[1], p));         // zeroed
+  EXPECT_NEAR(s[2].evidence, 0.0, 1e-12);  // (-0.2 + 0.2) / 2: no evidence of harm any more
+  EXPECT_TRUE(admitted(s[2], p));
 }
 
 TEST(Gauntlet, IndexOverlapCountsSharedChoices) {

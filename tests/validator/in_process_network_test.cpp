@@ -226,15 +226,17 @@ TEST_F(InProcessNetwork, AMinerThatCannotApplyASetLoadsTheLeadsNextCheckpoint) {
   auto pointer = (*own)->get(protocol::keys::checkpoint_latest(), 1 << 20);
   ASSERT_TRUE(pointer.is_ok()) << "the lead published no checkpoint: " << pointer.status();
 
-  // Both miners are past w0; miner 0 only through a checkpoint.
+  // Both miners hold a model of w0 or later: miner 0, which could never
+  // read w0's copies, only through a checkpoint. The follower ends on the
+  // lead's model.
   miners_.clear();
   for (std::size_t i = 0; i < miner_keys_.size(); ++i) {
     const miner::MinerState st = miner_state(i);
     ASSERT_TRUE(st.applied_window.has_value()) << "miner " << i;
-    EXPECT_GT(*st.applied_window, w0_) << "miner " << i;
+    EXPECT_GE(*st.applied_window, w0_) << "miner " << i;
   }
   EXPECT_EQ(follower_->model_window(), validator_->model_window());
-  EXPECT_GT(follower_->model_window().value_or(0), w0_);
+  EXPECT_GE(follower_->model_window().value_or(0), w0_);
 }
 
 }  // namespace

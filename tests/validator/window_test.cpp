@@ -409,8 +409,12 @@ TEST_F(ValidatorInProcess, TheLeadFixesItsSetOnceFromTheValidUploads) {
   uploads[2].reject(Rejection::kCopy, "copy");
   ValidatorState st;
   st.model.window = 1;
-  st.scores[2].last_evaluated = 1;
-  st.scores[2].final_score = 0;  // evaluated and not positive: left out
+  st.scores[4].evaluations = 1;  // evaluated, its update helped: admitted
+  st.scores[4].evidence = 0.01;
+  st.scores[2].evaluations = 1;  // evaluated, its update harmed: left out
+  st.scores[2].evidence = -0.05;
+  st.scores[7].evaluations = 1;  // admitted, but this window's upload is a copy: left out
+  st.scores[7].evidence = 0.01;
   auto p = parts();
   WindowContext cx = context(*p);
   auto set = fix_aggregation_set(w, uploads, st, cx);
@@ -440,6 +444,7 @@ TEST_F(ValidatorInProcess, AWithdrawnPacketDoesNotStopTheSet) {
   WindowContext cx = context(*p);
   auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
   ValidatorState st;
+  for (const Miner* m : {&a, &withdrawer}) st.scores[m->uid].evaluations = 1;  // both admitted
   auto uploads = gather(w, *mg, st.cooldown_until, cx);
   ASSERT_TRUE(uploads.is_ok());
   auto set = fix_aggregation_set(w, *uploads, st, cx);

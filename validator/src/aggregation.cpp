@@ -1,5 +1,5 @@
 // The aggregation set and the model's outer step (protocol.md §8-9): the
-// lead fixes and publishes w's set before evaluating; every validator then
+// lead fixes and publishes w's set once the window is scored; every validator then
 // applies the lead's set (theta_{w+1}), and the lead checkpoints.
 #include <fmt/ranges.h>
 
@@ -32,7 +32,7 @@ Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Uplo
     protocol::SetCandidate c{u.uid, u.digest, 0, false};
     if (auto it = st.scores.find(u.uid); it != st.scores.end()) {
       c.final_score = it->second.final_score;
-      c.evaluated = it->second.last_evaluated.has_value();
+      c.admitted = admitted(it->second, cx.o.protocol.scoring);
     }
     candidates.push_back(c);
   }

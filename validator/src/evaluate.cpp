@@ -61,8 +61,10 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     }
   }
   const std::uint64_t seed = cx.private_seed ^ (w * kWindowSeedMixer);
-  const auto chosen = choose_for_evaluation(valid, st.scores, cx.o.validator.eval_per_window, seed);
-  // Clip to the median norm of the window's valid updates.
+  const auto chosen =
+      choose_for_evaluation(valid, st.scores, cx.o.validator.eval_per_window, cx.o.validator.eval_newcomers, seed);
+  // Clip to the median norm of the window's valid updates from admitted uids
+  // (all valid updates while none is admitted): newcomers never decide it.
   std::map<std::uint16_t, model::TensorValues> updates;
   std::map<std::uint16_t, double> norms;
   std::map<std::uint16_t, Upload*> by_uid;
@@ -77,9 +79,14 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     norms[u.uid] = norm_of(*d);
     if (std::find(chosen.begin(), chosen.end(), u.uid) != chosen.end()) updates[u.uid] = std::move(*d);
   }
-  std::vector<double> all_norms;
-  for (auto& [u, n] : norms) all_norms.push_back(n);
-  const double median = all_norms.empty() ? 0 : kernels::median_of(all_norms);
+  std::vector<double> all_norms, admitted_norms;
+  for (auto& [u, n] : norms) {
+    all_norms.push_back(n);
+    auto it = st.scores.find(u);
+    if (it != st.scores.end() && admitted(it->second, cx.o.protocol.scoring)) admitted_norms.push_back(n);
+  }
+  const auto& basis = admitted_norms.empty() ? all_norms : admitted_norms;
+  const double median = basis.empty() ? 0 : kernels::median_of(basis);
   const auto rand_uid = static_cast<std::uint16_t>(kRandomPoolUidBase + SplitMix64(seed).next() % kRandomPoolUidSpan);
   CRUCIBLE_ASSIGN_OR_RETURN(auto rand_tokens, tokens_of(rand_uid, w, cx.o.validator.eval_batches, cx));
   const auto n_rand = samples_in(rand_tokens, cx);

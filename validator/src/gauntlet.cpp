@@ -29,6 +29,37 @@ double sync_score(double x, const ScoringParams& p) {
   return std::pow(std::max(0.0, 1.0 - std::min(x, p.sync_max_steps) / p.sync_max_steps), p.sync_power);
 }
 
+bool admitted(const MinerScore& s, const ScoringParams& p) {
+  return s.evaluations > 0 && !s.zeroed && s.evidence >= -p.harm_tolerance;
+}
+
+namespace {
+
+// 1-based ranks of `ranked` (valid first, by gradient score, higher first):
+// a valid score within rank_tie of its group's best shares that rank;
+// invalid ones all share the last rank.
+std::vector<int> tied_ranks(const std::vector<const Evaluation*>& ranked, const ScoringParams& p) {
+  std::vector<int> ranks;
+  const int last_rank = static_cast<int>(ranked.size());
+  double group_best = 0;
+  int group_rank = 0;
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    if (!ranked[i]->valid) {
+      ranks.push_back(last_rank);
+      continue;
+    }
+    const double g = gradient_score(*ranked[i]);
+    if (i == 0 || group_best - g > p.rank_tie) {
+      group_best = g;
+      group_rank = static_cast<int>(i) + 1;
+    }
+    ranks.push_back(group_rank);
+  }
+  return ranks;
+}
+
+}  // namespace
+
 void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput& in, const ScoringParams& p) {
   // Ratings: valid evaluations by gradient score (higher first; ties by uid), invalid ones tied last.
   std::vector<const Evaluation*> ranked;
@@ -41,19 +72,19 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
   });
   if (ranked.size() >= 2) {
     std::vector<std::vector<Rating>> teams;
-    std::vector<int> ranks;
-    int last_rank = static_cast<int>(ranked.size());
-    for (std::size_t i = 0; i < ranked.size(); ++i) {
-      teams.push_back({scores[ranked[i]->uid].rating});
-      ranks.push_back(ranked[i]->valid ? static_cast<int>(i) + 1 : last_rank);
-    }
-    auto rated = rate(teams, ranks, openskill_params(p));
+    for (const Evaluation* e : ranked) teams.push_back({scores[e->uid].rating});
+    auto rated = rate(teams, tied_ranks(ranked, p), openskill_params(p));
     for (std::size_t i = 0; i < ranked.size(); ++i) scores[ranked[i]->uid].rating = rated[i][0];
   }
   for (const auto& e : in.evaluations) {
     MinerScore& s = scores[e.uid];
     s.bma = (1 - p.bma_alpha) * s.bma + p.bma_alpha * binary_indicator(e);
     s.last_gradient_score = gradient_score(e);
+    if (e.valid) {
+      s.evidence = s.evaluations == 0 ? s.last_gradient_score
+                                      : (1 - p.evidence_alpha) * s.evidence + p.evidence_alpha * s.last_gradient_score;
+      ++s.evaluations;
+    }
     s.zeroed = !e.valid;
     s.last_evaluated = in.window;
     s.waiting = 1;
@@ -100,20 +131,22 @@ std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> quantize_weigh
   return {uids, values};
 }
 
-std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t>& candidates,
-                                                 const std::map<std::uint16_t, MinerScore>& scores, std::size_t count,
-                                                 std::uint64_t seed) {
-  std::vector<std::uint16_t> pool(candidates);
-  std::sort(pool.begin(), pool.end());
-  pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
-  std::vector<std::uint16_t> out;
-  SplitMix64 rng(seed);
-  while (!pool.empty() && out.size() < count) {
+namespace {
+
+bool is_newcomer(std::uint16_t uid, const std::map<std::uint16_t, MinerScore>& scores) {
+  auto it = scores.find(uid);
+  return it == scores.end() || it->second.evaluations == 0;
+}
+
+// Moves up to `n` uids of `pool` to `out`, drawn with probability ∝ weight.
+void draw(std::vector<std::uint16_t>& pool, std::size_t n, const std::map<std::uint16_t, MinerScore>& scores,
+          bool by_waiting, SplitMix64& rng, std::vector<std::uint16_t>& out) {
+  for (std::size_t taken = 0; taken < n && !pool.empty(); ++taken) {
     std::vector<std::uint64_t> w;
     std::uint64_t total = 0;
     for (auto uid : pool) {
       auto it = scores.find(uid);
-      std::uint64_t v = it == scores.end() ? 1 : std::max<std::uint32_t>(1, it->second.waiting);
+      std::uint64_t v = !by_waiting || it == scores.end() ? 1 : std::max<std::uint32_t>(1, it->second.waiting);
       w.push_back(v);
       total += v;
     }
@@ -123,6 +156,23 @@ std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t
     out.push_back(pool[i]);
     pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
   }
+}
+
+}  // namespace
+
+std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t>& candidates,
+                                                 const std::map<std::uint16_t, MinerScore>& scores, std::size_t count,
+                                                 std::size_t newcomers, std::uint64_t seed) {
+  std::vector<std::uint16_t> pool(candidates);
+  std::sort(pool.begin(), pool.end());
+  pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
+  std::vector<std::uint16_t> fresh, known;
+  for (auto uid : pool) (is_newcomer(uid, scores) ? fresh : known).push_back(uid);
+  std::vector<std::uint16_t> out;
+  SplitMix64 rng(seed);
+  draw(fresh, std::min(newcomers, count), scores, false, rng, out);
+  draw(known, count - out.size(), scores, true, rng, out);
+  draw(fresh, count - out.size(), scores, false, rng, out);
   std::sort(out.begin(), out.end());
   return out;
 }

@@ -30,6 +30,8 @@ json to_json(const MinerScore& s) {
           {"last_evaluated", s.last_evaluated ? json(*s.last_evaluated) : json(nullptr)},
           {"waiting", s.waiting},
           {"last_gradient_score", s.last_gradient_score},
+          {"evidence", s.evidence},
+          {"evaluations", s.evaluations},
           {"final", s.final_score}};
 }
 
@@ -47,6 +49,8 @@ MinerScore score_from_json(const json& j) {
   s.waiting = j.value("waiting", 1u);
   s.last_gradient_score = j.value("last_gradient_score", 0.0);
   s.final_score = j.value("final", 0.0);
+  s.evidence = j.value("evidence", 0.0);
+  s.evaluations = j.value("evaluations", 0u);
   return s;
 }
 

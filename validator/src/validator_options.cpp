@@ -8,6 +8,10 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
   s.add_string("validator.data_dir", &o.data_dir, "Token shards (the same files as the miners').");
   s.add_string("validator.state_dir", &o.state_dir, "RocksDB state and the validator's copy of the model.");
   s.add_int("validator.eval_per_window", &o.eval_per_window, "Uids evaluated per window.", 1, 4096);
+  s.add_int("validator.eval_newcomers", &o.eval_newcomers,
+            "Of those, how many never-evaluated uids go first (more only when slots remain): a swarm of new "
+            "uids cannot crowd out uids with a record.",
+            0, 4096);
   s.add_int("validator.eval_batches", &o.eval_batches, "Samples per loss measurement.", 1, 4096);
   s.add_double("validator.eval_lr_factor", &o.eval_lr_factor, "Share of the outer step applied when evaluating.", 0,
                10);

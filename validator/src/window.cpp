@@ -1,4 +1,5 @@
-// One window, as protocol.md §6-§10 orders it.
+// One window, as protocol.md §6-§10 orders it: gather, copies, evaluate,
+// sync, score, then (the lead) the set, then record, advance, weights.
 #include "crucible/validator/window.h"
 
 #include <cmath>
@@ -15,13 +16,13 @@ Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
   if (!mg.is_ok()) return mg.status();
   CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads, gather(w, *mg, st.cooldown_until, cx));  // gather.cpp
   mark_copies(uploads, st.previous_contents, cx.o.validator.copy_overlap);                        // copies.cpp
-  std::optional<PublishedSet> set;                                                                // aggregation.cpp
+  CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));                          // evaluate.cpp
+  ev.input.steps_behind = sync(w, ev.input.evaluations, st.model, cx);                            // sync.cpp
+  score_window(st.scores, ev.input, cx.o.protocol.scoring);                                       // gauntlet.cpp
+  std::optional<PublishedSet> set;  // aggregation.cpp: admission uses this window's evidence
   if (protocol::lead_validator(*mg) == cx.uid) {
     CRUCIBLE_ASSIGN_OR_RETURN(set, fix_aggregation_set(w, uploads, st, cx));
   }
-  CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));  // evaluate.cpp
-  ev.input.steps_behind = sync(w, ev.input.evaluations, st.model, cx);    // sync.cpp
-  score_window(st.scores, ev.input, cx.o.protocol.scoring);               // gauntlet.cpp
   ev.summary.lead = set.has_value();
   if (set) {
     ev.summary.aggregate = set->set.uids;

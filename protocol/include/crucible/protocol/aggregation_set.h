@@ -38,13 +38,14 @@ chain::Hash32 set_basis(ByteSpan published);
 struct SetCandidate {
   std::uint16_t uid = 0;
   chain::Hash32 digest{};
-  double final_score = 0;  // the uid's final score before this window (0 without history)
-  bool evaluated = false;  // it has been evaluated at least once
+  double final_score = 0;  // the uid's final score after this window's scoring
+  bool admitted = false;   // its evaluations show its updates help (validator::admitted)
 };
 
-// The lead's choice: a uid evaluated before with a final score <= 0 is left
-// out; the rest are ranked by final score (higher first, ties: lower uid);
-// the first `top` make the set, listed by ascending uid.
+// The lead's choice: only admitted uids (evidence, not rank: a uid joins
+// once an evaluation showed its update helps, and leaves only on evidence
+// of harm); if more than `top` are admitted, the `top` with the highest
+// final score (ties: lower uid). Listed by ascending uid.
 AggregationSet choose_set(std::uint64_t window, std::optional<std::uint64_t> prev, std::vector<SetCandidate> candidates,
                           std::size_t top);
 

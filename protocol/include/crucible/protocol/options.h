@@ -24,6 +24,9 @@ struct ScoringParams {
   double sync_power = 2.5;        // sync = max(0, 1 - min(x, cap)/cap)^power
   double missing_penalty = 0.75;  // per consecutive window without a valid upload
   double weight_power = 2.0;      // w_i ∝ max(0, final_i)^power
+  double rank_tie = 1e-3;         // gradient scores within this of their group's best share its rank
+  double evidence_alpha = 0.5;    // evidence <- (1 - alpha) * evidence + alpha * gradient score
+  double harm_tolerance = 1e-3;   // a uid whose evidence is below -this is left out of the set
 };
 
 struct Options {

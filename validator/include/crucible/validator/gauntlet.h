@@ -49,7 +49,15 @@ struct MinerScore {
   std::uint32_t waiting = 1;  // windows since last evaluated (for fair sampling)
   double last_gradient_score = 0;
   double final_score = 0;
+  double evidence = 0;            // moving average of gradient scores over valid evaluations
+  std::uint32_t evaluations = 0;  // valid evaluations so far
 };
+
+// Whether a uid may join an aggregation set: evaluated valid at least once,
+// valid in its last evaluation, and no evidence of harm (evidence >=
+// -harm_tolerance). Evidence, not rank: an honest uid that ranked last among
+// equally good peers stays in.
+bool admitted(const MinerScore& s, const ScoringParams& p);
 
 struct WindowInput {
   std::uint64_t window = 0;
@@ -59,8 +67,9 @@ struct WindowInput {
   std::map<std::uint16_t, double> steps_behind;  // from fingerprints, where known
 };
 
-// Updates `scores` in place: rank the evaluated uids by gradient score
-// (invalid ones tie for last) and rate them; BMA from the binary indicator;
+// Updates `scores` in place: rank the evaluated uids by gradient score,
+// scores within rank_tie of their group's best sharing its rank (invalid
+// ones tie for last), and rate them; evidence for set admission; BMA from the binary indicator;
 // sync; penalties for candidates without a valid upload; the final score
 //   final = ordinal * max(0, BMA) * sync * penalty  (0 when zeroed),
 // and waiting counters.
@@ -73,12 +82,15 @@ std::map<std::uint16_t, double> weights(const std::map<std::uint16_t, MinerScore
 std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> quantize_weights(
     const std::map<std::uint16_t, double>& w);
 
-// Which uids to evaluate: up to `count` of the candidates, drawn without
-// replacement with probability ∝ waiting counter, from a SplitMix64 stream
+// Which uids to evaluate: up to `count` of the candidates. Newcomers (never
+// evaluated valid) first, at most `newcomers` of them, in a random order;
+// then the others drawn without replacement with probability ∝ waiting
+// counter; then, if slots remain, more newcomers. A swarm of fresh uids can
+// so take at most `newcomers` slots from uids with a record. SplitMix64,
 // seeded by `seed` (the validator's private seed mixed with the window).
 std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t>& candidates,
                                                  const std::map<std::uint16_t, MinerScore>& scores, std::size_t count,
-                                                 std::uint64_t seed);
+                                                 std::size_t newcomers, std::uint64_t seed);
 
 // Mean over tensors of |I_a ∩ I_b| / |I_a| of the kept indices, block by
 // block (same layouts): how much of b's choice a repeats. 0 for other layouts.

@@ -1,5 +1,5 @@
 // One window of the validator, step by step (protocol.md §6-§10):
-//   gather -> copies -> fix the set (lead) -> evaluate -> score -> record
+//   gather -> copies -> evaluate -> sync -> score -> fix the set (lead) -> record
 //   -> advance the model -> weights
 // Each step is a function of its own file with explicit inputs and outputs;
 // process_window (window.cpp) calls them in that order. What the steps
@@ -110,8 +110,9 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
 void mark_copies(std::vector<Upload>& uploads, const std::map<chain::Hash32, std::uint16_t>& previous,
                  double copy_overlap);
 
-// aggregation.cpp: the lead fixes w's set (or reads the one it already
-// published): it first stores the members' packets in its own store
+// aggregation.cpp: once w is scored, the lead fixes its set (admitted uids
+// only, validator::admitted), or reads the one it already published; it
+// first stores the members' packets in its own store
 // (keys::set_packet), then the set; the set's bytes as stored come with it.
 struct PublishedSet {
   protocol::AggregationSet set;
