@@ -1,6 +1,12 @@
-// `crucible demo`, the README's main job, end to end.
+// `crucible demo`, the README's main job, end to end: the network learns
+// (held-out loss recorded every window, falling), the API serves it, the
+// weights reach the chain, and the run leaves summary.json and progress.svg.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
 
 #include "support/process.h"
 #include "support/temp_dir.h"
@@ -10,15 +16,38 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(Demo, RunsTheLocalNetworkAndPrintsScores) {
+TEST(Demo, RunsTheLocalNetworkShowsLearningAndWritesItsReport) {
   testing::TempDir dir;
-  auto r = testing::run_process(
-      {testing::bin("crucible"), "demo", "--windows", "2", "--miners", "2", "--dir", dir.path().string()});
+  const auto out = dir.path() / "demo-out";
+  auto r = testing::run_process({testing::bin("crucible"), "demo", "--windows", "3", "--miners", "2", "--dir",
+                                 dir.path().string(), "--out", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_THAT(r.out, HasSubstr("window done"));
   EXPECT_THAT(r.out, HasSubstr("uploads_valid=2"));
+  EXPECT_THAT(r.out, HasSubstr("heldout_loss="));
+  EXPECT_THAT(r.out, HasSubstr("set="));
   EXPECT_THAT(r.out, HasSubstr("last evaluated"));  // the score table
   EXPECT_THAT(r.out, HasSubstr("demo: stopped"));
+
+  std::ifstream in(out / "summary.json");
+  ASSERT_TRUE(in.good()) << r.out;
+  const auto s = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(s.is_object());
+  // The API served every window's held-out loss, and it fell over the run.
+  const auto& windows = s["windows"];
+  ASSERT_GE(windows.size(), 3u) << s.dump(2);
+  for (const auto& w : windows) ASSERT_TRUE(w["heldout_loss"].is_number()) << w.dump();
+  EXPECT_LT(windows.back()["heldout_loss"].get<double>(), windows.front()["heldout_loss"].get<double>()) << s.dump(2);
+  // Both miners' uploads were aggregated; weights went to the chain in a transaction.
+  EXPECT_EQ(s["miners"].size(), 2u);
+  EXPECT_GT(s["figures"]["miner_uploads_aggregated"].get<int>(), 0) << s.dump(2);
+  ASSERT_GE(s["weight_posts"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(s["weight_posts"][0]["status"], "confirmed");
+  EXPECT_THAT(s["weight_posts"][0]["tx"].get<std::string>(), ::testing::StartsWith("0x"));
+  std::ifstream svg_in(out / "progress.svg");
+  const std::string svg((std::istreambuf_iterator<char>(svg_in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(svg, HasSubstr("<polyline"));
+  EXPECT_THAT(svg, HasSubstr("</svg>"));
 }
 
 }  // namespace

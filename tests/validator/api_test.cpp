@@ -145,6 +145,9 @@ TEST_F(ApiTest, MinerWindowAndWeightsRoutes) {
   EXPECT_EQ(progress["windows"][1]["tokens_aggregated"], 2048 * 7);
   EXPECT_EQ(progress["windows"][1]["bytes_received"], 7000);
   EXPECT_EQ(body_of(get(server_->port(), "/v1/weights"))["tx"], "0xabc");
+  auto posts = body_of(get(server_->port(), "/v1/weights/history"))["posts"];
+  ASSERT_EQ(posts.size(), 1u);
+  EXPECT_EQ(posts[0]["tx"], "0xabc");
   EXPECT_THAT(get(server_->port(), "/healthz"), HasSubstr("\"ok\""));
   metrics::global().set(metrics::Gauge::kWindow, 7, {{"role", "validator"}});
   EXPECT_THAT(get(server_->port(), "/metrics"), HasSubstr("crucible_window{role=\"validator\"} 7"));

@@ -2,8 +2,8 @@
 // with the stand-in contracts), the Brown corpus as token shards, N miners
 // and one validator as real processes, each with its own store folder;
 // windows of a few seconds. It prints each window as the validator finishes
-// it, then the validator's score table read from its HTTP API, and stops
-// everything.
+// it, writes summary.json and progress.svg (--out), prints the validator's
+// score table read from its HTTP API, and stops everything.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -25,6 +25,7 @@
 #include "crucible/chain/local_chain.h"
 #include "crucible/chain/substrate.h"
 #include "crucible/cli/commands.h"
+#include "crucible/cli/demo_report.h"
 #include "crucible/cli/node_config.h"
 #include "crucible/cli/scores.h"
 #include "crucible/common/child_process.h"
@@ -40,6 +41,7 @@ struct DemoArgs {
   int windows = 4;
   std::string model = "tiny";
   std::uint32_t blocks_per_window = 10;
+  std::string out = "demo-out";
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -129,6 +131,24 @@ int fail(const std::string& what, const Status& st) {
   return kExitFailure;
 }
 
+// summary.json and progress.svg from the validator's API, and the run's
+// figures on the terminal.
+Status write_report(const std::string& api, const std::vector<std::uint16_t>& miners, const std::string& out) {
+  CRUCIBLE_ASSIGN_OR_RETURN(DemoReport report, read_demo_report(api, miners));
+  CRUCIBLE_RETURN_IF_ERROR(write_demo_outputs(report, out));
+  const DemoFigures f = demo_figures(report);
+  std::string first = "-", last = "-";
+  for (const auto& w : report.windows) {
+    if (!w.heldout_loss) continue;
+    if (first == "-") first = fmt::format("{:.4f}", *w.heldout_loss);
+    last = fmt::format("{:.4f}", *w.heldout_loss);
+  }
+  fmt::print("\nheld-out loss {} -> {}; {} of {} valid miner uploads aggregated\n", first, last, f.aggregated,
+             f.valid_uploads);
+  fmt::print("wrote {}/summary.json and {}/progress.svg\n", out, out);
+  return Status::ok();
+}
+
 int run_demo(const DemoArgs& a) {
   const fs::path dir = a.dir.empty() ? fs::temp_directory_path() / "crucible-demo" : fs::path(a.dir);
   std::error_code ec;
@@ -185,7 +205,7 @@ int run_demo(const DemoArgs& a) {
     auto hotkey = chain::substrate::mirror_account(keys[i].address());
     if (auto sent = (*c)->register_neuron(chain_opts.netuid, hotkey); !sent.is_ok())
       return fail("register", sent.status());
-    uids.push_back(static_cast<std::uint16_t>(i - 1));
+    if (i > 1) uids.push_back(static_cast<std::uint16_t>(i - 1));  // the miners (the validator is uid 0)
   }
   if (Status st = (*local)->set_stake(0, 1'000'000'000'000, true); !st.is_ok()) return fail("stake", st);
 
@@ -287,6 +307,7 @@ progress = "off"
       auto end = log.find('\n', at);
       if (count > static_cast<int>(printed)) {
         fmt::print("  {}\n", log.substr(at, end - at));
+        std::fflush(stdout);  // a window at a time, also through a pipe
         ++printed;
       }
       at = end;
@@ -298,6 +319,10 @@ progress = "off"
     fmt::print(stderr, "demo: the validator finished {} of {} windows in time (logs in {})\n", seen, a.windows,
                (run / "logs").string());
     rc = g_interrupted.load() ? kExitOk : kExitFailure;
+  }
+  if (Status st = write_report(fmt::format("http://127.0.0.1:{}", api_port), uids, a.out); !st.is_ok()) {
+    fmt::print(stderr, "demo: writing {}: {}\n", a.out, st.to_string());
+    rc = kExitFailure;
   }
   auto body = http_get(fmt::format("http://127.0.0.1:{}/v1/scores", api_port));
   if (body.is_ok()) {
@@ -322,6 +347,7 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--miners", args->miners, "Miners to run")->capture_default_str()->check(CLI::Range(1, 8));
   cmd->add_option("--windows", args->windows, "Windows to run")->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("--model", args->model, "Model preset (configs/models/NAME.toml)")->capture_default_str();
+  cmd->add_option("--out", args->out, "Where summary.json and progress.svg go")->capture_default_str();
   cmd->add_option("--blocks-per-window", args->blocks_per_window, "Blocks per window (1 s each)")
       ->capture_default_str()
       ->check(CLI::Range(4, 1000));

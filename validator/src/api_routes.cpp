@@ -152,6 +152,16 @@ ApiResponse weights_route(storage::StateStore& db) {
   return reply(200, parse_value(rows->back().second));
 }
 
+// Every weights post, oldest first (the last kMaxHistory).
+ApiResponse weights_history_route(storage::StateStore& db) {
+  auto rows = db.scan(storage::Family::kWeightsLog, "epoch/");
+  if (!rows.is_ok()) return error(500, rows.status().to_string());
+  json posts = json::array();
+  const std::size_t first = rows->size() > kMaxHistory ? rows->size() - kMaxHistory : 0;
+  for (std::size_t i = first; i < rows->size(); ++i) posts.push_back(parse_value((*rows)[i].second));
+  return reply(200, {{"posts", posts}});
+}
+
 }  // namespace
 
 ApiResponse handle_get(storage::StateStore& db, const ScoringParams& scoring, std::string_view target) {
@@ -160,6 +170,7 @@ ApiResponse handle_get(storage::StateStore& db, const ScoringParams& scoring, st
   if (path == "/metrics") return {200, "text/plain; version=0.0.4", metrics::global().render()};
   if (path == "/v1/scores") return scores(db, scoring);
   if (path == "/v1/weights") return weights_route(db);
+  if (path == "/v1/weights/history") return weights_history_route(db);
   if (path == "/v1/progress") return progress_route(db);
   if (path.starts_with("/v1/miners/")) return miner(db, scoring, path.substr(11));
   if (path.starts_with("/v1/windows/")) return window(db, path.substr(12));

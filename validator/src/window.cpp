@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include <fmt/ranges.h>
+
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/retry.h"
@@ -48,6 +50,7 @@ Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
                             {"evaluated", ev.input.evaluations.size()},
                             {"lead", set.has_value()},
                             {"aggregated", progress.aggregate.size()},
+                            {"set", fmt::format("{}", fmt::join(progress.aggregate, ","))},
                             {"heldout_loss", progress.heldout_loss ? *progress.heldout_loss : std::nan("")},
                             {"bytes_received", progress.bytes_received},
                             {"seconds", seconds}});
