@@ -136,4 +136,20 @@ Status Replica::save(const std::filesystem::path& file, const std::map<std::stri
 Status Replica::load(const std::filesystem::path& file) { return impl_->model->load(file); }
 Status Replica::load(const safetensors::File& file) { return impl_->model->load(file); }
 
+Result<double> dataset_loss(Replica& replica, const data::Dataset& data, std::uint64_t samples, std::uint64_t batch) {
+  const auto L = static_cast<std::uint64_t>(replica.config().seq_len);
+  const std::uint64_t n = std::min<std::uint64_t>(samples, data.num_samples(L));
+  if (n == 0) return invalid_argument("no samples of {} tokens to measure", L);
+  batch = std::max<std::uint64_t>(batch, 1);
+  double sum = 0;
+  for (std::uint64_t first = 0; first < n; first += batch) {
+    std::vector<std::uint64_t> idx;
+    for (std::uint64_t i = first; i < std::min(n, first + batch); ++i) idx.push_back(i);
+    CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, data.tokens(idx, L));
+    CRUCIBLE_ASSIGN_OR_RETURN(double loss, replica.loss(tokens, static_cast<std::int64_t>(idx.size())));
+    sum += loss * static_cast<double>(idx.size());
+  }
+  return sum / static_cast<double>(n);
+}
+
 }  // namespace crucible::model

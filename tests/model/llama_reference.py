@@ -1,8 +1,14 @@
 """A Llama forward pass in numpy, written from the Hugging Face modelling
-code's definitions (RMSNorm, rotate_half RoPE, GQA by repeat, SwiGLU), run
-on a crucible checkpoint: argv = checkpoint, JSON config, JSON tokens.
-Prints the logits as JSON, for comparison with crucible's."""
+code's definitions (RMSNorm, rotate_half RoPE, GQA by repeat, SwiGLU).
+Two uses:
+  llama_reference.py CHECKPOINT CONFIG_JSON TOKENS_JSON
+      crucible's checkpoint and config keys; prints the logits as JSON.
+  llama_reference.py HF_FOLDER SAMPLES_JSON
+      a Hugging Face folder (config.json as transformers reads it, and
+      model.safetensors); prints {"loss": mean next-token cross-entropy}
+      over the samples (a list of token lists)."""
 import json
+import os
 import struct
 import sys
 
@@ -28,10 +34,7 @@ def rotate_half(x):
     return np.concatenate([-x[..., h:], x[..., :h]], -1)
 
 
-def main():
-    w = load(sys.argv[1])
-    c = json.loads(sys.argv[2])
-    tokens = np.array(json.loads(sys.argv[3]))
+def logits(w, c, tokens):
     T = tokens.shape[0]
     hd = c["dim"] // c["n_heads"]
     inv = 1.0 / (c["rope_theta"] ** (np.arange(0, hd, 2) / hd))
@@ -59,7 +62,37 @@ def main():
         g = x @ w[p + "mlp.gate_proj.weight"].T
         h = h + ((g / (1 + np.exp(-g))) * (x @ w[p + "mlp.up_proj.weight"].T)) @ w[p + "mlp.down_proj.weight"].T
     head = w.get("lm_head.weight", w["model.embed_tokens.weight"])
-    print(json.dumps((rms(h, w["model.norm.weight"], c["norm_eps"]) @ head.T).tolist()))
+    return rms(h, w["model.norm.weight"], c["norm_eps"]) @ head.T
+
+
+def from_hf(folder):
+    """crucible's names for what transformers reads from config.json."""
+    hf = json.load(open(os.path.join(folder, "config.json")))
+    assert hf["architectures"] == ["LlamaForCausalLM"] and hf["model_type"] == "llama"
+    assert hf["hidden_act"] == "silu" and not hf.get("attention_bias") and not hf.get("mlp_bias")
+    c = {"dim": hf["hidden_size"], "n_heads": hf["num_attention_heads"], "n_kv_heads": hf["num_key_value_heads"],
+         "n_layers": hf["num_hidden_layers"], "rope_theta": hf["rope_theta"], "norm_eps": hf["rms_norm_eps"]}
+    w = load(os.path.join(folder, "model.safetensors"))
+    assert w["model.embed_tokens.weight"].shape == (hf["vocab_size"], hf["hidden_size"])
+    assert hf["tie_word_embeddings"] == ("lm_head.weight" not in w)
+    return w, c
+
+
+def main():
+    if os.path.isdir(sys.argv[1]):
+        w, c = from_hf(sys.argv[1])
+        losses = []
+        for sample in json.loads(sys.argv[2]):
+            t = np.array(sample)
+            z = logits(w, c, t[:-1])
+            z = z - z.max(-1, keepdims=True)
+            logp = z - np.log(np.exp(z).sum(-1, keepdims=True))
+            losses.append(-logp[np.arange(len(t) - 1), t[1:]].mean())
+        print(json.dumps({"loss": float(np.mean(losses))}))
+        return
+    w = load(sys.argv[1])
+    c = json.loads(sys.argv[2])
+    print(json.dumps(logits(w, c, np.array(json.loads(sys.argv[3]))).tolist()))
 
 
 main()

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
     int exit_code = cli::kExitOk;
     cli::add_config_commands(app, exit_code, environ);
     cli::add_demo_command(app, exit_code);
+    cli::add_model_commands(app, exit_code);
     cli::add_wallet_commands(app, exit_code);
     cli::add_data_commands(app, exit_code);
     cli::add_scores_command(app, exit_code);

@@ -67,7 +67,8 @@ Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, storage::O
 }
 
 Status save_model(const ModelState& model, WindowContext& cx) {
-  std::map<std::string, std::string> meta{{"window", std::to_string(*model.window)}, {"basis", to_hex(model.basis)}};
+  std::map<std::string, std::string> meta{
+      {"window", std::to_string(*model.window)}, {"basis", to_hex(model.basis)}, {"model", cx.o.model.canonical()}};
   return cx.replica.save(fs::path(cx.o.validator.state_dir) / "model.safetensors", meta);
 }
 
@@ -75,7 +76,7 @@ namespace {
 
 Status checkpoint(std::uint64_t w, std::uint64_t global_step, const ModelState& model, WindowContext& cx) {
   const fs::path tmp = fs::path(cx.o.validator.state_dir) / "checkpoint.safetensors";
-  CRUCIBLE_RETURN_IF_ERROR(cx.replica.save(tmp, {{"window", std::to_string(w)}}));
+  CRUCIBLE_RETURN_IF_ERROR(cx.replica.save(tmp, {{"window", std::to_string(w)}, {"model", cx.o.model.canonical()}}));
   CRUCIBLE_ASSIGN_OR_RETURN(Bytes bytes, files::read_file(tmp, cx.o.storage.max_object_bytes));
   CRUCIBLE_RETURN_IF_ERROR(cx.io.store->put(keys::checkpoint(global_step), bytes));
   protocol::CheckpointPointer ptr{w, global_step, keys::checkpoint(global_step), cx.o.model.canonical(), model.basis};

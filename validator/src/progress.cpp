@@ -13,24 +13,15 @@ namespace crucible::validator {
 
 namespace {
 
-constexpr std::uint64_t kHeldoutBatch = 16;  // samples per forward pass
-
 Result<std::optional<double>> heldout_loss(WindowContext& cx, std::uint64_t& samples) {
   samples = 0;
   if (cx.heldout == nullptr || cx.o.validator.heldout_samples == 0) return std::optional<double>();
-  const auto L = static_cast<std::uint64_t>(cx.o.model.seq_len);
-  const std::uint64_t n = std::min<std::uint64_t>(cx.o.validator.heldout_samples, cx.heldout->num_samples(L));
-  double sum = 0;
-  for (std::uint64_t first = 0; first < n; first += kHeldoutBatch) {
-    std::vector<std::uint64_t> idx;
-    for (std::uint64_t i = first; i < std::min(n, first + kHeldoutBatch); ++i) idx.push_back(i);
-    CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, cx.heldout->tokens(idx, L));
-    CRUCIBLE_ASSIGN_OR_RETURN(double loss, cx.replica.loss(tokens, static_cast<std::int64_t>(idx.size())));
-    sum += loss * static_cast<double>(idx.size());
-  }
-  samples = n;
+  const std::uint64_t n = std::min<std::uint64_t>(
+      cx.o.validator.heldout_samples, cx.heldout->num_samples(static_cast<std::uint64_t>(cx.o.model.seq_len)));
   if (n == 0) return std::optional<double>();
-  return std::optional<double>(sum / static_cast<double>(n));
+  CRUCIBLE_ASSIGN_OR_RETURN(double loss, model::dataset_loss(cx.replica, *cx.heldout, n));
+  samples = n;
+  return std::optional<double>(loss);
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "crucible/common/dataset.h"
 #include "crucible/common/model_config.h"
 #include "crucible/common/safetensors.h"
 #include "crucible/common/status.h"
@@ -68,5 +69,11 @@ class Replica {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Mean next-token loss over the first `samples` samples of `data` (all of
+// them when fewer), in batches of `batch`: what the validator's held-out
+// loss and `crucible model eval` report. Fails on an empty range.
+Result<double> dataset_loss(Replica& replica, const data::Dataset& data, std::uint64_t samples,
+                            std::uint64_t batch = 16);
 
 }  // namespace crucible::model

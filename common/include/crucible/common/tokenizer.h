@@ -51,6 +51,7 @@ class Tokenizer {
 
   std::size_t vocab_size() const { return tokens_.size(); }
   std::uint32_t eos_id() const { return eos_id_; }
+  const std::string& eos_token() const { return eos_token_; }
   std::size_t num_merges() const { return merges_.size(); }
 
  private:
