@@ -120,6 +120,15 @@ std::uint16_t FakeChain::add_neuron(const chain::PrivateKey& key, std::uint64_t 
   return n.uid;
 }
 
+void FakeChain::replace_neuron(std::uint16_t uid, const chain::PrivateKey& key) {
+  std::lock_guard lock(mu_);
+  chain::Neuron& n = metagraph_.neurons.at(uid);
+  n.hotkey = View(*this, key).hotkey_of(key.address());
+  n.stake = 0;
+  n.validator_permit = false;
+  commitments_.erase(uid);
+}
+
 void FakeChain::mine(std::uint64_t n, std::optional<std::uint64_t> timestamp) {
   std::lock_guard lock(mu_);
   const auto now = static_cast<std::uint64_t>(

@@ -33,6 +33,9 @@ class FakeChain {
   // Registers the key's hotkey; returns its uid. Transactions (weights,
   // commitments) each land in a new block.
   std::uint16_t add_neuron(const chain::PrivateKey& key, std::uint64_t stake = 0, bool validator_permit = false);
+  // The uid deregistered and registered again by `key` (a recycled uid):
+  // a new hotkey, no stake, no commitment.
+  void replace_neuron(std::uint16_t uid, const chain::PrivateKey& key);
   // Mines n empty blocks, stamped with the wall clock (or `timestamp`).
   void mine(std::uint64_t n = 1, std::optional<std::uint64_t> timestamp = std::nullopt);
   std::uint64_t head() const;

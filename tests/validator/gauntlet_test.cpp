@@ -265,6 +265,28 @@ TEST(Gauntlet, AdmissionNeedsEvidenceAndLeavesOnlyOnHarm) {
   EXPECT_TRUE(admitted(s[2], p));
 }
 
+TEST(Gauntlet, AUidWithANewHotkeyStartsAfresh) {
+  std::map<std::uint16_t, MinerScore> s;
+  std::array<std::uint8_t, 32> alice{}, bob{};
+  alice.fill(1);
+  bob.fill(2);
+  s[3].rating = Rating{40, 2};
+  s[3].evaluations = 9;
+  s[3].final_score = 5;
+  s[4].evaluations = 2;  // a record from before hotkeys were kept
+  EXPECT_TRUE(bind_hotkeys(s, {{3, alice}, {4, bob}}).empty());
+  EXPECT_EQ(s[3].hotkey, alice);
+  EXPECT_EQ(s[4].hotkey, bob);
+  EXPECT_EQ(s[3].evaluations, 9u);  // the same owner keeps its record
+  // uid 3 recycled: bob's now. Nothing of alice's record carries over.
+  EXPECT_EQ(bind_hotkeys(s, {{3, bob}, {4, bob}}), (std::vector<std::uint16_t>{3}));
+  EXPECT_EQ(s[3].hotkey, bob);
+  EXPECT_EQ(s[3].evaluations, 0u);
+  EXPECT_DOUBLE_EQ(s[3].rating.mu, Rating{}.mu);
+  EXPECT_DOUBLE_EQ(s[3].final_score, 0.0);
+  EXPECT_EQ(s[4].evaluations, 2u);
+}
+
 TEST(Gauntlet, IndexOverlapCountsSharedChoices) {
   std::vector<std::int64_t> shape{64, 64};
   std::vector<float> x(4096), y(4096);

@@ -574,8 +574,7 @@ TEST_F(ValidatorInProcess, NodeRunsWindowsAndRestoresAfterARestart) {
     }
   }
   // The lead published a set for each window, chained by prev. Window 0
-  // takes both valid uploads; after it, uids scored <= 0 (no fingerprints
-  // here, so no sync) are left out, as choose_set says.
+  // takes both valid uploads (evaluated and admitted in that window).
   auto own = take(storage::LocalStore::open(dir_.path() / "validator-store"));
   for (std::uint64_t w = 0; w < 3; ++w) {
     auto s = own->get(keys::aggregate(w), protocol::kMaxSetBytes);
@@ -602,6 +601,52 @@ TEST_F(ValidatorInProcess, NodeRunsWindowsAndRestoresAfterARestart) {
   auto second = files::read_file(model, 1 << 30);
   ASSERT_TRUE(second.is_ok());
   EXPECT_EQ(*first, *second);
+}
+
+}  // namespace
+}  // namespace crucible::validator
+
+namespace crucible::validator {
+namespace {
+
+// A recycled uid: the miner that earned its score deregisters, someone else
+// registers the uid. Through the node: the new owner starts afresh.
+TEST_F(ValidatorInProcess, ANewOwnerOfAUidDoesNotInheritItsScore) {
+  Miner& a = add_miner();
+  Miner& b = add_miner();
+  const protocol::WindowClock clock(o_.protocol);
+  mine_through(clock.slot_block(2), 100);
+  for (std::uint64_t w = 0; w < 2; ++w) {
+    upload(a, w, honest_packet(a, w, 0.01f, 10 + w), slot_start_of(w) + 1);
+    upload(b, w, honest_packet(b, w, 0.01f, 20 + w), slot_start_of(w) + 1);
+  }
+  o_.validator.start_window = 0;
+  o_.validator.end_window = 2;
+  auto rating_of = [&](ValidatorNode& node, std::uint16_t uid) {
+    auto row = node.state().get(storage::Family::kRatings, rating_key(uid));
+    EXPECT_TRUE(row.is_ok() && row->has_value());
+    return score_from_json(nlohmann::json::parse(**row));
+  };
+  std::atomic<bool> stop{false};
+  {
+    auto node = ValidatorNode::create(o_, validator_key_, io());
+    ASSERT_TRUE(node.is_ok()) << node.status();
+    ASSERT_TRUE((*node)->run(stop).is_ok());
+    EXPECT_EQ(rating_of(**node, a.uid).evaluations, 2u);
+  }
+  const chain::PrivateKey newcomer = key_of(4242);
+  fake_.replace_neuron(a.uid, newcomer);
+  mine_through(clock.slot_block(2) + 2 * o_.protocol.blocks_per_window, 100);
+  o_.validator.end_window = 3;
+  auto node = ValidatorNode::create(o_, validator_key_, io());
+  ASSERT_TRUE(node.is_ok()) << node.status();
+  ASSERT_TRUE((*node)->run(stop).is_ok());
+  const MinerScore fresh = rating_of(**node, a.uid);
+  EXPECT_EQ(fresh.evaluations, 0u);
+  EXPECT_DOUBLE_EQ(fresh.rating.mu, Rating{}.mu);
+  EXPECT_LE(fresh.final_score, 0.0);
+  EXPECT_EQ(fresh.hotkey, fake_.as(newcomer)->hotkey_of(newcomer.address()));
+  EXPECT_EQ(rating_of(**node, b.uid).evaluations, 2u);  // the other miner's record is its own
 }
 
 }  // namespace

@@ -104,6 +104,21 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
   }
 }
 
+std::vector<std::uint16_t> bind_hotkeys(std::map<std::uint16_t, MinerScore>& scores,
+                                        const std::map<std::uint16_t, std::array<std::uint8_t, 32>>& hotkeys) {
+  std::vector<std::uint16_t> reset;
+  for (auto& [uid, s] : scores) {
+    auto it = hotkeys.find(uid);
+    if (it == hotkeys.end()) continue;  // not in the metagraph now: kept until it is
+    if (s.hotkey && *s.hotkey != it->second) {
+      s = MinerScore{};
+      reset.push_back(uid);
+    }
+    s.hotkey = it->second;
+  }
+  return reset;
+}
+
 std::map<std::uint16_t, double> weights(const std::map<std::uint16_t, MinerScore>& scores, const ScoringParams& p) {
   std::map<std::uint16_t, double> w;
   double total = 0;

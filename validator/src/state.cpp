@@ -32,6 +32,7 @@ json to_json(const MinerScore& s) {
           {"last_gradient_score", s.last_gradient_score},
           {"evidence", s.evidence},
           {"evaluations", s.evaluations},
+          {"hotkey", s.hotkey ? json(to_hex(*s.hotkey)) : json(nullptr)},
           {"final", s.final_score}};
 }
 
@@ -51,6 +52,9 @@ MinerScore score_from_json(const json& j) {
   s.final_score = j.value("final", 0.0);
   s.evidence = j.value("evidence", 0.0);
   s.evaluations = j.value("evaluations", 0u);
+  if (j.contains("hotkey") && j["hotkey"].is_string()) {
+    if (auto h = from_hex_fixed<32>(j["hotkey"].get<std::string>()); h.is_ok()) s.hotkey = *h;
+  }
   return s;
 }
 

@@ -12,10 +12,25 @@
 
 namespace crucible::validator {
 
+namespace {
+
+// A uid that changed hands starts afresh: its score, its cool-down.
+void forget_previous_owners(const chain::Metagraph& mg, ValidatorState& st) {
+  std::map<std::uint16_t, std::array<std::uint8_t, 32>> hotkeys;
+  for (const auto& n : mg.neurons) hotkeys[n.uid] = n.hotkey;
+  for (std::uint16_t uid : bind_hotkeys(st.scores, hotkeys)) {
+    st.cooldown_until.erase(uid);
+    log::warn("uid has a new hotkey: its score starts afresh", {{"uid", uid}});
+  }
+}
+
+}  // namespace
+
 Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
   const auto t0 = std::chrono::steady_clock::now();
   auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
   if (!mg.is_ok()) return mg.status();
+  forget_previous_owners(*mg, st);
   CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads, gather(w, *mg, st.cooldown_until, cx));  // gather.cpp
   mark_copies(uploads, st.previous_contents, cx.o.validator.copy_overlap);                        // copies.cpp
   CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));                          // evaluate.cpp

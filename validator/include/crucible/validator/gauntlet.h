@@ -4,6 +4,7 @@
 // same scores on every validator.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -49,9 +50,17 @@ struct MinerScore {
   std::uint32_t waiting = 1;  // windows since last evaluated (for fair sampling)
   double last_gradient_score = 0;
   double final_score = 0;
-  double evidence = 0;            // moving average of gradient scores over valid evaluations
-  std::uint32_t evaluations = 0;  // valid evaluations so far
+  double evidence = 0;                                 // moving average of gradient scores over valid evaluations
+  std::uint32_t evaluations = 0;                       // valid evaluations so far
+  std::optional<std::array<std::uint8_t, 32>> hotkey;  // whose record this is
 };
+
+// A score belongs to a (uid, hotkey) pair: a uid now held by another hotkey
+// (deregistered, then registered by someone else) starts afresh, so a new
+// owner never inherits the previous one's rating. Records without a hotkey
+// take the current one. Returns the uids whose score was reset.
+std::vector<std::uint16_t> bind_hotkeys(std::map<std::uint16_t, MinerScore>& scores,
+                                        const std::map<std::uint16_t, std::array<std::uint8_t, 32>>& hotkeys);
 
 // Whether a uid may join an aggregation set: evaluated valid at least once,
 // valid in its last evaluation, and no evidence of harm (evidence >=
