@@ -16,7 +16,7 @@ Result<Trained> MinerNode::Impl::train(std::uint64_t w, const std::atomic<bool>&
   out.window = w;
   out.started = std::chrono::steady_clock::now();
   protocol::Fingerprint fp{w, uid, state.basis,
-                           replica->values_at(protocol::fingerprint_positions(state.basis, specs()))};
+                           replica->values_at(protocol::fingerprint_positions(state.basis, uid, specs()))};
   const auto L = static_cast<std::uint64_t>(o.model.seq_len);
   CRUCIBLE_ASSIGN_OR_RETURN(auto idx, dataset->assignment(uid, w, o.protocol.samples_per_window, L));
   CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, dataset->tokens(idx, L));

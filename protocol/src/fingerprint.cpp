@@ -8,14 +8,16 @@
 
 namespace crucible::protocol {
 
-std::vector<std::int64_t> fingerprint_positions(const chain::Hash32& basis, std::string_view name, std::int64_t numel,
-                                                int count) {
+std::vector<std::int64_t> fingerprint_positions(const chain::Hash32& basis, std::uint16_t uid, std::string_view name,
+                                                std::int64_t numel, int count) {
+  const std::uint8_t uid_le[2] = {std::uint8_t(uid), std::uint8_t(uid >> 8)};
   std::vector<std::int64_t> out;
   out.reserve(static_cast<std::size_t>(count));
   for (int j = 0; j < count; ++j) {
     std::uint8_t le[4] = {std::uint8_t(j), std::uint8_t(j >> 8), std::uint8_t(j >> 16), std::uint8_t(j >> 24)};
     chain::Keccak256 h;
-    chain::Hash32 d = h.update(basis).update(as_bytes(name)).update(ByteSpan(le, 4)).finish();
+    chain::Hash32 d =
+        h.update(basis).update(ByteSpan(uid_le, 2)).update(as_bytes(name)).update(ByteSpan(le, 4)).finish();
     std::uint64_t v = 0;
     for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(d[static_cast<std::size_t>(i)]) << (8 * i);
     out.push_back(static_cast<std::int64_t>(v % static_cast<std::uint64_t>(numel)));
@@ -23,17 +25,21 @@ std::vector<std::int64_t> fingerprint_positions(const chain::Hash32& basis, std:
   return out;
 }
 
-std::vector<std::vector<std::int64_t>> fingerprint_positions(const chain::Hash32& basis,
+std::vector<std::vector<std::int64_t>> fingerprint_positions(const chain::Hash32& basis, std::uint16_t uid,
                                                              const std::vector<TensorSpec>& specs) {
   std::vector<std::vector<std::int64_t>> out;
   out.reserve(specs.size());
-  for (const auto& s : specs) out.push_back(fingerprint_positions(basis, s.name, s.numel()));
+  for (const auto& s : specs) out.push_back(fingerprint_positions(basis, uid, s.name, s.numel()));
   return out;
 }
 
 chain::Hash32 fingerprint_digest(const Fingerprint& f) {
+  std::uint8_t head[10];
+  for (int i = 0; i < 8; ++i) head[i] = std::uint8_t(f.window >> (8 * i));
+  head[8] = std::uint8_t(f.uid);
+  head[9] = std::uint8_t(f.uid >> 8);
   chain::Keccak256 h;
-  h.update(f.basis);
+  h.update(f.basis).update(ByteSpan(head, 10));
   for (const auto& tensor : f.values) {
     for (float v : tensor) {
       auto u = std::bit_cast<std::uint32_t>(v);

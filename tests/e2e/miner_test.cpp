@@ -230,7 +230,8 @@ TEST_F(MinerNodeTest, AFreshMinerStartsFromTheLeadsCheckpoint) {
   EXPECT_EQ(fp["basis"], to_hex(ptr.basis));
   // The fingerprint reads the checkpoint's values, at positions drawn from its basis.
   const auto& embed = ckpt->parameters()[0];
-  auto positions = protocol::fingerprint_positions(ptr.basis, embed.name, embed.tensor.numel());
+  auto positions =
+      protocol::fingerprint_positions(ptr.basis, fp["uid"].get<std::uint16_t>(), embed.name, embed.tensor.numel());
   auto values = fp["values"][embed.name].get<std::vector<float>>();
   ASSERT_EQ(values.size(), positions.size());
   for (std::size_t i = 0; i < positions.size(); ++i) {

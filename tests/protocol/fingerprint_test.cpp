@@ -16,7 +16,7 @@ using test::h;
 
 Fingerprint sample(const std::vector<TensorSpec>& specs, const chain::Hash32& basis, float offset) {
   Fingerprint f{4, 2, basis, {}};
-  for (const auto& pos : fingerprint_positions(basis, specs)) {
+  for (const auto& pos : fingerprint_positions(basis, 2, specs)) {
     std::vector<float> v;
     for (auto p : pos) v.push_back(static_cast<float>(p) * 0.001f + offset);
     f.values.push_back(v);
@@ -24,26 +24,39 @@ Fingerprint sample(const std::vector<TensorSpec>& specs, const chain::Hash32& ba
   return f;
 }
 
-TEST(Fingerprint, PositionsAreAFunctionOfTheBasisAndName) {
-  auto a = fingerprint_positions(h(1), "w", 1000);
+TEST(Fingerprint, PositionsAreAFunctionOfTheBasisUidAndName) {
+  auto a = fingerprint_positions(h(1), 5, "w", 1000);
   EXPECT_EQ(a.size(), 64u);
-  EXPECT_EQ(a, fingerprint_positions(h(1), "w", 1000));
-  EXPECT_NE(a, fingerprint_positions(h(2), "w", 1000));
-  EXPECT_NE(a, fingerprint_positions(h(1), "v", 1000));
+  EXPECT_EQ(a, fingerprint_positions(h(1), 5, "w", 1000));
+  EXPECT_NE(a, fingerprint_positions(h(2), 5, "w", 1000));
+  EXPECT_NE(a, fingerprint_positions(h(1), 6, "w", 1000));  // another uid looks elsewhere
+  EXPECT_NE(a, fingerprint_positions(h(1), 5, "v", 1000));
   for (auto p : a) EXPECT_LT(p, 1000);
-  // Vector (docs/protocol.md §7): the first position for basis 0x00..00, name "w", n = 1000.
-  auto zero = fingerprint_positions(chain::Hash32{}, "w", 1000);
+  // Vector (docs/protocol.md §7): the first position for basis 0x00..00, uid 3, name "w", n = 1000.
+  auto zero = fingerprint_positions(chain::Hash32{}, 3, "w", 1000);
   chain::Keccak256 k;
+  std::uint8_t uid[2] = {3, 0};
   std::uint8_t j0[4] = {0, 0, 0, 0};
-  auto d = k.update(chain::Hash32{}).update(as_bytes("w")).update(ByteSpan(j0, 4)).finish();
+  auto d = k.update(chain::Hash32{}).update(ByteSpan(uid, 2)).update(as_bytes("w")).update(ByteSpan(j0, 4)).finish();
   std::uint64_t v = 0;
   for (int i = 0; i < 8; ++i) v |= static_cast<std::uint64_t>(d[static_cast<std::size_t>(i)]) << (8 * i);
   EXPECT_EQ(zero[0], static_cast<std::int64_t>(v % 1000));
   std::vector<TensorSpec> specs{{"w", {10, 100}}, {"v", {7}}};
-  auto all = fingerprint_positions(h(1), specs);
+  auto all = fingerprint_positions(h(1), 5, specs);
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0], a);
   for (auto p : all[1]) EXPECT_LT(p, 7);
+}
+
+TEST(Fingerprint, TheDigestBindsWindowAndUid) {
+  std::vector<TensorSpec> specs{{"w", {10, 100}}, {"v", {7}}};
+  Fingerprint f = sample(specs, h(3), 0.1f);
+  Fingerprint other_uid = f;
+  other_uid.uid = 9;
+  Fingerprint other_window = f;
+  other_window.window = 5;
+  EXPECT_NE(fingerprint_digest(other_uid), fingerprint_digest(f));
+  EXPECT_NE(fingerprint_digest(other_window), fingerprint_digest(f));
 }
 
 TEST(Fingerprint, EncodesAndDecodesExactly) {

@@ -19,6 +19,7 @@
 #include "crucible/common/file_io.h"
 #include "crucible/common/retry.h"
 #include "crucible/kernels/packet_tensor.h"
+#include "crucible/protocol/fingerprint.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/storage/fault_store.h"
 #include "crucible/storage/local_store.h"
@@ -647,6 +648,61 @@ TEST_F(ValidatorInProcess, ANewOwnerOfAUidDoesNotInheritItsScore) {
   EXPECT_LE(fresh.final_score, 0.0);
   EXPECT_EQ(fresh.hotkey, fake_.as(newcomer)->hotkey_of(newcomer.address()));
   EXPECT_EQ(rating_of(**node, b.uid).evaluations, 2u);  // the other miner's record is its own
+}
+
+}  // namespace
+}  // namespace crucible::validator
+
+namespace crucible::validator {
+namespace {
+
+// Sync is bound to the signed packet: a miner holding the validator's model
+// signs its digest and needs no file; a copy of another uid's fingerprint
+// (file and digest) scores the cap, as does a file the packet does not sign.
+TEST_F(ValidatorInProcess, SyncNeedsTheSignedDigestOfTheValidatorsModel) {
+  const std::uint64_t w = 3;
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+  const double in_slot = slot_start_of(w) + 2;
+  Miner& holder = add_miner();
+  Miner& copier = add_miner();
+  Miner& unbound = add_miner();
+  auto p = parts();
+  WindowContext cx = context(*p);
+  ModelState model;  // genesis: basis 0, as every node starts
+  auto fp_of = [&](const Miner& m) {
+    const auto positions = protocol::fingerprint_positions(model.basis, m.uid, p->replica->specs());
+    return protocol::Fingerprint{w, m.uid, model.basis, p->replica->values_at(positions)};
+  };
+  auto put_fingerprint = [&](const Miner& m, const protocol::Fingerprint& f) {
+    ASSERT_TRUE(
+        m.store->put(keys::fingerprint(w), as_bytes(protocol::encode_fingerprint(f, p->replica->specs()))).is_ok());
+  };
+  auto packet = honest_packet(holder, w, 0.01f, 1);
+  packet.model_digest = protocol::fingerprint_digest(fp_of(holder));
+  upload(holder, w, packet, in_slot);
+  packet = honest_packet(copier, w, 0.01f, 2);
+  packet.model_digest = protocol::fingerprint_digest(fp_of(holder));  // the holder's claim, re-signed
+  upload(copier, w, packet, in_slot);
+  put_fingerprint(copier, fp_of(holder));
+  packet = honest_packet(unbound, w, 0.01f, 3);
+  packet.model_digest.fill(7);  // signs something else than its file
+  upload(unbound, w, packet, in_slot);
+  put_fingerprint(unbound, fp_of(unbound));
+
+  auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
+  std::map<std::uint16_t, std::uint64_t> cooldown;
+  auto uploads = gather(w, *mg, cooldown, cx);
+  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
+  std::vector<Evaluation> evaluations;
+  for (const auto& u : *uploads) {
+    ASSERT_TRUE(u.valid()) << u.uid << ": " << u.detail;
+    evaluations.push_back(Evaluation{u.uid, true, "", 4, 3, 4, 3});
+  }
+  auto behind = sync(w, evaluations, *uploads, model, cx);
+  const double cap = o_.protocol.scoring.sync_max_steps;
+  EXPECT_EQ(behind.at(holder.uid), 0.0);
+  EXPECT_EQ(behind.at(copier.uid), cap);
+  EXPECT_EQ(behind.at(unbound.uid), cap);
 }
 
 }  // namespace

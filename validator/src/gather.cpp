@@ -60,6 +60,7 @@ void check_packet(Upload& u, const chain::Hash32& hotkey, std::uint64_t w, const
     }
   }
   u.content = content_of(p);
+  u.model_digest = p.model_digest;
   u.tensors = std::move(*tensors);
 }
 

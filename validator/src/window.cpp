@@ -34,7 +34,7 @@ Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
   CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads, gather(w, *mg, st.cooldown_until, cx));  // gather.cpp
   mark_copies(uploads, st.previous_contents, cx.o.validator.copy_overlap);                        // copies.cpp
   CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));                          // evaluate.cpp
-  ev.input.steps_behind = sync(w, ev.input.evaluations, st.model, cx);                            // sync.cpp
+  ev.input.steps_behind = sync(w, ev.input.evaluations, uploads, st.model, cx);                   // sync.cpp
   score_window(st.scores, ev.input, cx.o.protocol.scoring);                                       // gauntlet.cpp
   std::optional<PublishedSet> set;  // aggregation.cpp: admission uses this window's evidence
   if (protocol::lead_validator(*mg) == cx.uid) {

@@ -1,11 +1,14 @@
 // The model fingerprint (protocol.md §7): values of the model at positions
-// nobody can know before the previous window's aggregate exists. Position
-// j of tensor `name` is u64le(Keccak-256(basis || name || u32le(j))[0..8])
-// mod numel, where basis is the Keccak-256 of aggregate/{w-1}.json as
-// published (all zeros before any aggregate). The packet's model_digest
-// is Keccak-256 of basis || every value as f32 little-endian, in tensor order.
-// A miner publishes fingerprint/{w}.json; a validator compares it with its
-// own model to tell how many outer steps behind the miner trained.
+// nobody can know before the previous window's aggregate exists, and that
+// differ from uid to uid. Position j of tensor `name` for `uid` is
+// u64le(Keccak-256(basis || u16le(uid) || name || u32le(j))[0..8]) mod
+// numel, where basis is the Keccak-256 of aggregate/{w-1}.json as published
+// (all zeros before any aggregate). The packet's (signed) model_digest is
+// Keccak-256 of basis || u64le(window) || u16le(uid) || every value as f32
+// little-endian, in tensor order: only a holder of the model can compute its
+// own, and another uid's fingerprint is worth nothing to it. A miner
+// publishes fingerprint/{w}.json; a validator compares the digest with its
+// own model's, and the values to tell how many outer steps behind it is.
 #pragma once
 
 #include <cstdint>
@@ -32,10 +35,10 @@ struct Fingerprint {
   TensorValues values;  // per tensor, kFingerprintPositions each
 };
 
-std::vector<std::int64_t> fingerprint_positions(const chain::Hash32& basis, std::string_view name, std::int64_t numel,
-                                                int count = kFingerprintPositions);
+std::vector<std::int64_t> fingerprint_positions(const chain::Hash32& basis, std::uint16_t uid, std::string_view name,
+                                                std::int64_t numel, int count = kFingerprintPositions);
 // Every tensor's positions, in the specs' order.
-std::vector<std::vector<std::int64_t>> fingerprint_positions(const chain::Hash32& basis,
+std::vector<std::vector<std::int64_t>> fingerprint_positions(const chain::Hash32& basis, std::uint16_t uid,
                                                              const std::vector<TensorSpec>& specs);
 
 chain::Hash32 fingerprint_digest(const Fingerprint& f);

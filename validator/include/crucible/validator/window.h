@@ -44,7 +44,8 @@ struct Upload {
   bool uploaded = false;  // an object was there (valid or not)
   std::int64_t last_modified_ms = 0;
   chain::Hash32 digest{};
-  chain::Hash32 content{};  // Keccak of the tensors' payloads: the same update signed by anyone
+  chain::Hash32 content{};       // Keccak of the tensors' payloads: the same update signed by anyone
+  chain::Hash32 model_digest{};  // the packet's signed claim of the model it trained on (§7)
   std::vector<kernels::CompressedTensor> tensors;
   Bytes packet;             // the sealed packet as downloaded (the lead keeps copies of its set's)
   bool timed_out = false;   // the store did not answer in time (the uid cools down)
@@ -138,9 +139,12 @@ struct Evaluated {
 };
 Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const ValidatorState& st, WindowContext& cx);
 
-// sync.cpp: steps behind, from each evaluated uid's fingerprint.
+// sync.cpp: steps behind for each evaluated uid: 0 when its packet's signed
+// model digest is the digest of the validator's own model at that uid's
+// positions; otherwise measured from its fingerprint file, which must carry
+// that same digest; the cap when neither holds.
 std::map<std::uint16_t, double> sync(std::uint64_t w, const std::vector<Evaluation>& evaluations,
-                                     const ModelState& model, WindowContext& cx);
+                                     const std::vector<Upload>& uploads, const ModelState& model, WindowContext& cx);
 
 // record.cpp: w's results, one RocksDB batch with the progress mark.
 std::vector<UidResult> window_results(const std::vector<Upload>& uploads, const WindowInput& input,
