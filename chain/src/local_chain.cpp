@@ -212,4 +212,59 @@ Status LocalChain::stop() {
   return Status::ok();
 }
 
+namespace {
+
+// The stand-ins' admin (contracts/SubtensorState.sol): anvil's first dev account.
+constexpr const char* kAdminAddress = "0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266";
+
+// A call of anvil's own, as failed_precondition when the node is not anvil.
+Result<nlohmann::json> anvil_call(RpcClient& rpc, std::string_view method, nlohmann::json params) {
+  auto r = rpc.call(method, std::move(params));
+  if (!r.is_ok() && r.status().code() != StatusCode::kUnavailable &&
+      r.status().code() != StatusCode::kDeadlineExceeded) {
+    return failed_precondition("{} failed: this works only on the local chain (anvil): {}", method,
+                               r.status().message());
+  }
+  return r;
+}
+
+}  // namespace
+
+Status local_fund(const std::string& rpc_url, const Address& to, const U256& wei) {
+  RpcOptions o;
+  o.url = rpc_url;
+  RpcClient rpc(o);
+  return anvil_call(rpc, "anvil_setBalance", json::array({to.hex(), wei.to_quantity()})).status();
+}
+
+Status local_set_stake(const std::string& rpc_url, std::uint16_t netuid, std::uint16_t uid, std::uint64_t stake,
+                       bool validator_permit) {
+  RpcOptions o;
+  o.url = rpc_url;
+  RpcClient rpc(o);
+  EthClient eth(rpc);
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data, abi::encode_call("setStake(uint16,uint16,uint64,bool)",
+                                                         {Value::uint(netuid), Value::uint(uid), Value::uint(stake),
+                                                          Value::boolean(validator_permit)}));
+  CRUCIBLE_RETURN_IF_ERROR(anvil_call(rpc, "anvil_impersonateAccount", json::array({kAdminAddress})).status());
+  auto sent =
+      rpc.call("eth_sendTransaction", json::array({{{"from", kAdminAddress},
+                                                    {"to", Address::from_low_u64(standins::kStateAddress).hex()},
+                                                    {"data", to_hex(data)}}}));
+  (void)rpc.call("anvil_stopImpersonatingAccount", json::array({kAdminAddress}));
+  if (!sent.is_ok()) return sent.status().with_context("setStake");
+  if (!sent->is_string()) return data_loss("eth_sendTransaction returned no transaction hash");
+  CRUCIBLE_ASSIGN_OR_RETURN(Hash32 tx, from_hex_fixed<32>(sent->get<std::string>()));
+  for (int i = 0; i < 600; ++i) {  // a minute at most: blocks come every few seconds at worst
+    CRUCIBLE_ASSIGN_OR_RETURN(auto receipt, eth.receipt(tx));
+    if (receipt) {
+      if (!receipt->success)
+        return failed_precondition("setStake reverted (is netuid {} there, uid {} registered?)", netuid, uid);
+      return Status::ok();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return deadline_exceeded("setStake was sent but not mined within a minute");
+}
+
 }  // namespace crucible::chain

@@ -92,6 +92,48 @@ TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
   EXPECT_THAT(wrong.err, HasSubstr("chain 945, but chain 964 was configured"));
 }
 
+// A brand-new wallet on the local chain, by the CLI alone: funded for gas,
+// registered, then given stake and a validator permit.
+TEST(ChainUp, FundAndStakeMakeANewWalletAValidator) {
+  testing::TempDir dir;
+  testing::Child up(
+      {testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--dir", dir.path().string()});
+  std::string out = up.read_until("Ctrl-C stops it.", 20'000);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(out, m, std::regex("rpc_url +(http://127\\.0\\.0\\.1:[0-9]+)"))) << out;
+  const std::string url = m[1];
+  std::map<std::string, std::string> pw = {{"CRUCIBLE_WALLET_PASSWORD", "pw"}};
+  const std::string ks = (dir.path() / "new.json").string();
+  ASSERT_EQ(testing::run_process({testing::bin("crucible"), "wallet", "new", "--out", ks, "--scrypt-n", "1024"}, pw)
+                .exit_code,
+            0);
+  auto broke = testing::run_process(
+      {testing::bin("crucible"), "chain", "register", "--key", ks, "--set", "chain.rpc_url=" + url}, pw);
+  EXPECT_EQ(broke.exit_code, 1);  // no tokens for gas yet
+
+  auto fund = testing::run_process(
+      {testing::bin("crucible"), "chain", "fund", "--key", ks, "--amount", "5", "--set", "chain.rpc_url=" + url});
+  ASSERT_EQ(fund.exit_code, 0) << fund.err;
+  EXPECT_THAT(fund.out, HasSubstr("now holds 5 tokens"));
+  auto reg = testing::run_process(
+      {testing::bin("crucible"), "chain", "register", "--key", ks, "--set", "chain.rpc_url=" + url}, pw);
+  ASSERT_EQ(reg.exit_code, 0) << reg.err;
+  EXPECT_THAT(reg.out, HasSubstr("as uid 0"));
+
+  auto stake = testing::run_process({testing::bin("crucible"), "chain", "stake", "--uid", "0", "--amount", "1000",
+                                     "--permit", "--set", "chain.rpc_url=" + url});
+  ASSERT_EQ(stake.exit_code, 0) << stake.err;
+  auto mg = testing::run_process({testing::bin("crucible"), "chain", "metagraph", "--set", "chain.rpc_url=" + url});
+  ASSERT_EQ(mg.exit_code, 0) << mg.err;
+  EXPECT_THAT(mg.out, ::testing::ContainsRegex("1000\\.000000000 +yes"));
+
+  // Against something that is not anvil: a clear refusal.
+  auto not_anvil =
+      testing::run_process({testing::bin("crucible"), "chain", "fund", "--to",
+                            "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "--set", "chain.rpc_url=http://127.0.0.1:9"});
+  EXPECT_NE(not_anvil.exit_code, 0);
+}
+
 TEST(ChainUp, MissingAnvilIsAClearError) {
   testing::TempDir dir;
   auto r = testing::run_process(

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "crucible/chain/keys.h"
+#include "crucible/chain/uint256.h"
 #include "crucible/common/bytes.h"
 #include "crucible/common/status.h"
 
@@ -63,5 +64,14 @@ class LocalChain {
   pid_t pid_ = -1;
   std::vector<PrivateKey> dev_keys_;
 };
+
+// Operator helpers for a local chain that is already running (`crucible
+// chain up` in another terminal), by its RPC URL. They use anvil's own
+// methods (anvil_setBalance; anvil_impersonateAccount of the stand-ins'
+// admin), so on any other chain they fail with failed_precondition and
+// change nothing.
+Status local_fund(const std::string& rpc_url, const Address& to, const U256& wei);
+Status local_set_stake(const std::string& rpc_url, std::uint16_t netuid, std::uint16_t uid, std::uint64_t stake,
+                       bool validator_permit);
 
 }  // namespace crucible::chain
