@@ -113,7 +113,7 @@ class InProcessNetwork : public ::testing::Test {
     std::vector<Status> results(miners_.size() + 2, Status::ok());
     for (std::size_t i = 0; i < miners_.size(); ++i)
       threads.emplace_back([&, i] { results[i] = miners_[i]->run(stop); });
-    threads.emplace_back([&] { results[miners_.size()] = validator_->run(stop); });
+    if (validator_) threads.emplace_back([&] { results[miners_.size()] = validator_->run(stop); });
     if (follower_) threads.emplace_back([&] { results.back() = follower_->run(stop); });
     std::thread watchdog([&] {  // never hang the suite
       for (int i = 0; i < 1200 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -237,6 +237,34 @@ TEST_F(InProcessNetwork, AMinerThatCannotApplyASetLoadsTheLeadsNextCheckpoint) {
   }
   EXPECT_EQ(follower_->model_window(), validator_->model_window());
   EXPECT_GE(follower_->model_window().value_or(0), w0_);
+}
+
+// A lead that serves garbage: malformed aggregation sets (wrong types,
+// not JSON, a window that is not theirs) and a malformed checkpoint
+// pointer. The miner neither stops nor stalls: it trains and uploads every
+// window, and its model stays where it was.
+TEST_F(InProcessNetwork, AMaliciousLeadsGarbageNeverStopsAMiner) {
+  const fs::path lead = dir_.path() / "lead-store";
+  fs::create_directories(lead);
+  fake_.set_commitment_of(0, storage::encode_location(testing::file_store(lead)));  // uid 0: the lead's stake
+  auto store = storage::LocalStore::open(lead);
+  ASSERT_TRUE(store.is_ok());
+  const std::vector<std::string> garbage{R"({"v":1,"window":"x","uids":[],"digests":[]})", "not json at all",
+                                         R"({"v":1,"window":99,"prev":null,"uids":[1],"digests":["00"]})",
+                                         R"({"v":1,"window":3,"prev":7,"uids":[],"digests":[]})"};
+  for (std::uint64_t w = 0; w < w0_ + 4; ++w) {
+    ASSERT_TRUE((*store)->put(protocol::keys::aggregate(w), as_bytes(garbage[w % garbage.size()])).is_ok());
+  }
+  ASSERT_TRUE((*store)->put(protocol::keys::checkpoint_latest(), as_bytes(R"({"v":1,"window":-1,"key":7})")).is_ok());
+  add_miner(0, 2);
+  run();
+  auto own = storage::LocalStore::open(dir_.path() / "miner0-store");
+  ASSERT_TRUE(own.is_ok());
+  for (std::uint64_t w = w0_; w < w0_ + 2; ++w) {
+    EXPECT_TRUE((*own)->head(protocol::keys::gradient(w)).is_ok()) << "no upload for window " << w;
+  }
+  miners_.clear();
+  EXPECT_FALSE(miner_state(0).applied_window.has_value());  // nothing of the garbage was applied
 }
 
 }  // namespace
