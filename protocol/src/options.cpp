@@ -24,10 +24,10 @@ void bind_scoring(config::Schema& schema, ScoringParams& s) {
                     "(measurement noise between equally good updates decides nothing).",
                     0, 1);
   schema.add_double("protocol.evidence_alpha", &s.evidence_alpha,
-                    "Weight of the newest gradient score in a uid's evidence for set admission.", 0.01, 1);
-  schema.add_double("protocol.harm_tolerance", &s.harm_tolerance,
-                    "A uid whose evidence (moving average of gradient scores) is below minus this is left out "
-                    "of the aggregation set until it recovers.",
+                    "Weight of the newest evaluation in a uid's evidence for set admission.", 0.01, 1);
+  schema.add_double("protocol.admit_ratio", &s.admit_ratio,
+                    "A uid joins the aggregation set while its evidence (moving average of its gradient score "
+                    "over the best of its window) is at least this.",
                     0, 1);
 }
 

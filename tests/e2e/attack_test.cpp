@@ -1,8 +1,9 @@
 // Liveness end to end (issue #11): the real binaries (two honest
 // crucible-miner processes and crucible-validator as the lead, on anvil)
-// beside attackers played by this test, each a registered uid:
-//   withdraw     uploads a harmless packet (admitted to the set) and deletes
-//                it once the lead names the set
+// beside attackers, each a registered uid:
+//   withdraw     a third crucible-miner process, which trains honestly (so
+//                its updates are admitted), whose packet the test deletes
+//                from its store once the lead names the set
 //   silent       its store (S3 on loopback) accepts connections, never answers
 //   slow         its store answers one byte a second
 //   flaky        its store fails 20% of requests with 503, each after 300 ms
@@ -36,12 +37,10 @@ constexpr double kGatherDeadline = 4.0;
 // a 2-core machine.
 constexpr double kMargin = kGatherDeadline + kFetchDeadline + 10.0;
 
-enum class Attack { kWithdraw, kSilent, kSlow, kFlaky, kMalformed, kBadLocation, kBadFingerprint };
+enum class Attack { kSilent, kSlow, kFlaky, kMalformed, kBadLocation, kBadFingerprint };
 
 const char* attack_name(Attack a) {
   switch (a) {
-    case Attack::kWithdraw:
-      return "withdraw";
     case Attack::kSilent:
       return "silent";
     case Attack::kSlow:
@@ -74,9 +73,12 @@ class AttackTest : public e2e::NetworkBase {
   void SetUp() override {
     start_network("peer_private_endpoints = true");  // the attackers' S3 endpoints are on loopback
     const auto& keys = chain_->dev_keys();
-    const std::vector<std::pair<Attack, std::size_t>> plan{
-        {Attack::kWithdraw, 4},  {Attack::kSilent, 5},      {Attack::kSlow, 6},          {Attack::kFlaky, 7},
-        {Attack::kMalformed, 8}, {Attack::kBadLocation, 9}, {Attack::kBadFingerprint, 0}};
+    // The withdrawer: a real miner (started as honest miner 2), registered here.
+    withdrawer_uid_ = testing::register_key(*chain_, keys[4]);
+    honest_keys_.push_back(keys[4]);
+    const std::vector<std::pair<Attack, std::size_t>> plan{{Attack::kSilent, 5},      {Attack::kSlow, 6},
+                                                           {Attack::kFlaky, 7},       {Attack::kMalformed, 8},
+                                                           {Attack::kBadLocation, 9}, {Attack::kBadFingerprint, 0}};
     for (auto [kind, k] : plan) {
       Attacker a{kind, keys[k], 0, dir_.path() / fmt::format("attacker-{}", attack_name(kind)), nullptr, nullptr};
       a.uid = testing::register_key(*chain_, a.key);
@@ -126,9 +128,6 @@ class AttackTest : public e2e::NetworkBase {
   void attack(Attacker& a, std::uint64_t w) {
     auto noise = random_update(w * 1000 + a.uid, 1.0f);  // well-formed, harmful
     switch (a.kind) {
-      case Attack::kWithdraw:  // an update too small to harm, so that it is admitted to the set
-        ASSERT_TRUE(a.store->put(keys::gradient(w), sealed(a, w, random_update(w * 1000 + a.uid, 1e-5f))).is_ok());
-        break;
       case Attack::kFlaky:
         a.s3->put(kBucket, keys::gradient(w), sealed(a, w, noise));
         break;
@@ -158,6 +157,7 @@ class AttackTest : public e2e::NetworkBase {
   }
 
   std::vector<Attacker> attackers_;
+  std::uint16_t withdrawer_uid_ = 0;
 };
 
 // The seconds of each "window done" line in the validator's log.
@@ -178,6 +178,9 @@ TEST_F(AttackTest, NoAttackerStopsOrStallsANodeAndNoneEarnsWeight) {
                                                e2e::kValidatorWindows, kFetchDeadline, kGatherDeadline));
   auto a = start_miner(0);
   auto b = start_miner(1);
+  auto withdrawer = start_miner(2);
+  auto withdrawer_store = storage::LocalStore::open(dir_.path() / "honest2-store");
+  ASSERT_TRUE(withdrawer_store.is_ok());
   auto lead_store = storage::LocalStore::open(dir_.path() / "validator-store");
   ASSERT_TRUE(lead_store.is_ok());
 
@@ -204,8 +207,7 @@ TEST_F(AttackTest, NoAttackerStopsOrStallsANodeAndNoneEarnsWeight) {
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     }
-    for (auto& at : attackers_)
-      if (at.kind == Attack::kWithdraw) (void)at.store->remove(keys::gradient(w));
+    (void)(*withdrawer_store)->remove(keys::gradient(w));
     validator_log = validator->read_until("validator stopped", 100);
     validator_done = validator_log.find("validator stopped") != std::string::npos;
   }
@@ -223,8 +225,8 @@ TEST_F(AttackTest, NoAttackerStopsOrStallsANodeAndNoneEarnsWeight) {
   // The withdrawn packet was in a set, and the honest miners applied that set.
   std::optional<std::uint64_t> withdrawn_in;
   for (const auto& [sw, uids] : sets)
-    if (!withdrawn_in && std::count(uids.begin(), uids.end(), attackers_[0].uid)) withdrawn_in = sw;
-  ASSERT_TRUE(withdrawn_in.has_value()) << "the withdrawing attacker never entered a set";
+    if (!withdrawn_in && std::count(uids.begin(), uids.end(), withdrawer_uid_)) withdrawn_in = sw;
+  ASSERT_TRUE(withdrawn_in.has_value()) << "the withdrawer never entered a set";
   for (auto* m : {a.get(), b.get()}) {
     EXPECT_THAT(m->read_until("never", 100), HasSubstr(fmt::format("applied aggregate window={}", *withdrawn_in)));
   }

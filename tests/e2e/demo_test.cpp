@@ -50,5 +50,33 @@ TEST(Demo, RunsTheLocalNetworkShowsLearningAndWritesItsReport) {
   EXPECT_THAT(svg, HasSubstr("</svg>"));
 }
 
+// With a bad miner of each kind beside two honest ones, the network still
+// learns, and none of them enters a set or earns weight.
+TEST(Demo, BadMinersNeitherEnterASetNorEarnWeight) {
+  testing::TempDir dir;
+  const auto out = dir.path() / "demo-out";
+  auto r = testing::run_process({testing::bin("crucible"), "demo", "--windows", "3", "--miners", "2", "--bad-miner",
+                                 "noise", "--bad-miner", "zero", "--bad-miner", "copy", "--dir", dir.path().string(),
+                                 "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("bad miner uid 3: noise"));
+  std::ifstream in(out / "summary.json");
+  const auto s = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(s.is_object()) << r.out;
+  const auto& windows = s["windows"];
+  ASSERT_GE(windows.size(), 3u);
+  EXPECT_LT(windows.back()["heldout_loss"].get<double>(), windows.front()["heldout_loss"].get<double>()) << s.dump(2);
+  int bad_uploads_seen = 0;
+  for (const auto& w : windows) {
+    for (const auto& uid : w["set"]) EXPECT_LE(uid.get<int>(), 2) << "a bad miner in the set: " << w.dump();
+    for (const char* bad : {"3", "4", "5"}) bad_uploads_seen += w["scores"].contains(bad);
+  }
+  EXPECT_GT(bad_uploads_seen, 0) << "the bad miners were never seen: " << s.dump(2);
+  ASSERT_GE(s["weight_posts"].size(), 1u);
+  for (const char* bad : {"3", "4", "5"}) {
+    EXPECT_FALSE(s["weight_posts"].back()["weights"].contains(bad)) << s["weight_posts"].back().dump();
+  }
+}
+
 }  // namespace
 }  // namespace crucible

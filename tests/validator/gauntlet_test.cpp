@@ -233,36 +233,44 @@ TEST(Gauntlet, ScoresWithinRankTieShareARank) {
   EXPECT_GT(strict[1].rating.mu, strict[2].rating.mu);
 }
 
-TEST(Gauntlet, AdmissionNeedsEvidenceAndLeavesOnlyOnHarm) {
+TEST(Gauntlet, AdmissionNeedsEvidenceOfHelpRelativeToTheWindowsBest) {
   ScoringParams p;
-  p.harm_tolerance = 1e-3;
+  p.admit_ratio = 0.25;
   p.evidence_alpha = 0.5;
   std::map<std::uint16_t, MinerScore> s;
   EXPECT_FALSE(admitted(s[1], p));  // no evaluation yet: no evidence
   WindowInput in;
   in.window = 1;
-  in.uploaded = in.candidates = {1, 2};
-  in.evaluations = {eval(1, 4, 3, 5, 4.9), eval(2, 4, 3, 5, 6)};  // 1 helps (+0.02), 2 harms (-0.2)
+  in.uploaded = in.candidates = {1, 2, 3, 4, 5};
+  // Gradient scores 0.02 (best), 0.018 (honest, within noise), 0 (a zero
+  // update), 0.0004 (noise clipped small), -0.2 (harm).
+  in.evaluations = {eval(1, 4, 3, 5, 4.9), eval(2, 4, 3, 5, 4.91), eval(3, 4, 4, 5, 5), eval(4, 4, 4, 5, 4.998),
+                    eval(5, 4, 3, 5, 6)};
   score_window(s, in, p);
   EXPECT_TRUE(admitted(s[1], p));
-  EXPECT_FALSE(admitted(s[2], p));
-  EXPECT_NEAR(s[1].evidence, 0.02, 1e-12);
-  // One unlucky evaluation (slightly worse) keeps an honest uid in.
-  in.window = 2;
-  in.evaluations = {eval(1, 4, 3, 5, 5.05)};  // -0.01: evidence (0.02 - 0.01) / 2 > 0
-  score_window(s, in, p);
-  EXPECT_TRUE(admitted(s[1], p));
-  // Evidence of harm, repeated, takes it out; an invalid update too.
-  in.window = 3;
-  in.evaluations = {eval(1, 4, 3, 5, 5.5)};
-  score_window(s, in, p);
-  EXPECT_FALSE(admitted(s[1], p));
-  in.window = 4;
-  in.evaluations = {eval(2, 4, 3, 5, 4), Evaluation{1, false, "copy", 0, 0, 0, 0}};
-  score_window(s, in, p);
-  EXPECT_FALSE(admitted(s[1], p));         // zeroed
-  EXPECT_NEAR(s[2].evidence, 0.0, 1e-12);  // (-0.2 + 0.2) / 2: no evidence of harm any more
   EXPECT_TRUE(admitted(s[2], p));
+  EXPECT_NEAR(s[2].evidence, 0.9, 1e-9);
+  EXPECT_FALSE(admitted(s[3], p));  // a free rider
+  EXPECT_FALSE(admitted(s[4], p));  // harmless, useless
+  EXPECT_FALSE(admitted(s[5], p));
+  // One unlucky evaluation (no help at all) keeps an honest uid in: (0.9 + 0) / 2 >= 0.25.
+  in.window = 2;
+  in.evaluations = {eval(1, 4, 3, 5, 4.9), eval(2, 4, 3, 5, 5)};
+  score_window(s, in, p);
+  EXPECT_TRUE(admitted(s[2], p));
+  EXPECT_NEAR(s[2].evidence, 0.45, 1e-9);
+  // A second one takes it out (0.225) until it helps again (0.6125); an invalid update too.
+  in.window = 3;
+  score_window(s, in, p);
+  EXPECT_FALSE(admitted(s[2], p));
+  in.window = 4;
+  in.evaluations = {eval(1, 4, 3, 5, 4.9), eval(2, 4, 3, 5, 4.9)};
+  score_window(s, in, p);
+  EXPECT_TRUE(admitted(s[2], p));
+  in.window = 5;
+  in.evaluations = {Evaluation{1, false, "copy", 0, 0, 0, 0}, eval(2, 4, 3, 5, 4.9)};
+  score_window(s, in, p);
+  EXPECT_FALSE(admitted(s[1], p));  // zeroed
 }
 
 TEST(Gauntlet, AUidWithANewHotkeyStartsAfresh) {

@@ -73,6 +73,11 @@ class ValidatorInProcess : public ::testing::Test {
     o_.validator.checkpoint_every = 1000;
     o_.validator.aggregate_wait_s = 1;
     o_.validator.random_seed = "test";
+    // The uploads here are random values on random tokens: they never help
+    // beyond noise, so admission by help would leave every set empty. These
+    // tests are about the window's mechanics; admission has its own tests
+    // (gauntlet_test, and the real binaries in e2e/demo_test).
+    o_.protocol.scoring.admit_ratio = -1e9;
     o_.storage.url = "file://" + (dir_.path() / "validator-store").string();
     validator_uid_ = fake_.add_neuron(validator_key_, 1000, true);
     for (std::size_t i = 0; i < replica_specs().size(); ++i) specs_.push_back(replica_specs()[i]);
@@ -410,12 +415,13 @@ TEST_F(ValidatorInProcess, TheLeadFixesItsSetOnceFromTheValidUploads) {
   uploads[2].reject(Rejection::kCopy, "copy");
   ValidatorState st;
   st.model.window = 1;
-  st.scores[4].evaluations = 1;  // evaluated, its update helped: admitted
-  st.scores[4].evidence = 0.01;
-  st.scores[2].evaluations = 1;  // evaluated, its update harmed: left out
-  st.scores[2].evidence = -0.05;
+  o_.protocol.scoring.admit_ratio = 0.25;  // this test is about admission
+  st.scores[4].evaluations = 1;            // evaluated, its update helped as much as the best: admitted
+  st.scores[4].evidence = 0.9;
+  st.scores[2].evaluations = 1;  // evaluated, its update did little: left out
+  st.scores[2].evidence = 0.05;
   st.scores[7].evaluations = 1;  // admitted, but this window's upload is a copy: left out
-  st.scores[7].evidence = 0.01;
+  st.scores[7].evidence = 0.9;
   auto p = parts();
   WindowContext cx = context(*p);
   auto set = fix_aggregation_set(w, uploads, st, cx);
@@ -445,7 +451,10 @@ TEST_F(ValidatorInProcess, AWithdrawnPacketDoesNotStopTheSet) {
   WindowContext cx = context(*p);
   auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
   ValidatorState st;
-  for (const Miner* m : {&a, &withdrawer}) st.scores[m->uid].evaluations = 1;  // both admitted
+  for (const Miner* m : {&a, &withdrawer}) {  // both admitted
+    st.scores[m->uid].evaluations = 1;
+    st.scores[m->uid].evidence = 1;
+  }
   auto uploads = gather(w, *mg, st.cooldown_until, cx);
   ASSERT_TRUE(uploads.is_ok());
   auto set = fix_aggregation_set(w, *uploads, st, cx);

@@ -29,6 +29,7 @@
 #include "crucible/cli/node_config.h"
 #include "crucible/cli/scores.h"
 #include "crucible/common/child_process.h"
+#include "demo_adversary.h"
 
 namespace crucible::cli {
 namespace {
@@ -42,6 +43,7 @@ struct DemoArgs {
   std::string model = "tiny";
   std::uint32_t blocks_per_window = 10;
   std::string out = "demo-out";
+  std::vector<std::string> bad_miners;  // noise | zero | copy, one uid each
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -149,6 +151,30 @@ Status write_report(const std::string& api, const std::vector<std::uint16_t>& mi
   return Status::ok();
 }
 
+// Bad miner j: the account after the honest miners', its store beside theirs.
+Result<std::unique_ptr<Adversary>> start_adversary(const DemoArgs& a, std::size_t j, const std::string& network,
+                                                   const std::string& model_file, const std::string& this_run,
+                                                   const std::vector<chain::PrivateKey>& keys, const fs::path& run,
+                                                   const fs::path& data) {
+  CommonFlags flags;
+  flags.config_files = {network, model_file, this_run};
+  NodeConfig config;
+  char* no_env[] = {nullptr};
+  CRUCIBLE_RETURN_IF_ERROR(load_node_config(Role::kAny, flags, no_env, config));
+  const std::size_t account = static_cast<std::size_t>(a.miners) + 2 + j;
+  AdversaryOptions o(keys[account]);
+  o.kind = a.bad_miners[j];
+  o.uid = static_cast<std::uint16_t>(account - 1);
+  o.store = run / "stores" / fmt::format("bad{}-{}", j + 1, o.kind);
+  o.honest_store = run / "stores/miner1";
+  o.data = data;
+  o.model = config.model;
+  o.protocol = config.protocol;
+  o.chain = config.chain;
+  fmt::print("  bad miner uid {}: {}\n", o.uid, o.kind);
+  return Adversary::start(std::move(o));
+}
+
 int run_demo(const DemoArgs& a) {
   const fs::path dir = a.dir.empty() ? fs::temp_directory_path() / "crucible-demo" : fs::path(a.dir);
   std::error_code ec;
@@ -189,12 +215,13 @@ int run_demo(const DemoArgs& a) {
   // 3. Keys and registration: dev account 1 validates, 2.. mine.
   fmt::print("[3/5] wallets and registration\n");
   const auto& keys = (*local)->dev_keys();
-  if (a.miners < 1 || static_cast<std::size_t>(a.miners) + 2 > keys.size()) {
-    return fail("miners", invalid_argument("--miners must be 1..{}", keys.size() - 2));
+  const std::size_t accounts = static_cast<std::size_t>(a.miners) + a.bad_miners.size() + 1;
+  if (a.miners < 1 || accounts + 1 > keys.size()) {
+    return fail("miners", invalid_argument("--miners plus --bad-miner must be 1..{}", keys.size() - 2));
   }
   auto key_file = [&](std::size_t i) { return (run / fmt::format("key{}.json", i)).string(); };
   std::vector<std::uint16_t> uids;
-  for (std::size_t i = 1; i <= static_cast<std::size_t>(a.miners) + 1; ++i) {
+  for (std::size_t i = 1; i <= accounts; ++i) {
     chain::KeystoreParams light;
     light.scrypt_n = 1 << 12;  // a demo wallet: quick to open
     auto ks = chain::encrypt_keystore(keys[i], Secret("demo"), light);
@@ -205,7 +232,9 @@ int run_demo(const DemoArgs& a) {
     auto hotkey = chain::substrate::mirror_account(keys[i].address());
     if (auto sent = (*c)->register_neuron(chain_opts.netuid, hotkey); !sent.is_ok())
       return fail("register", sent.status());
-    if (i > 1) uids.push_back(static_cast<std::uint16_t>(i - 1));  // the miners (the validator is uid 0)
+    if (i > 1 && i <= static_cast<std::size_t>(a.miners) + 1) {
+      uids.push_back(static_cast<std::uint16_t>(i - 1));  // the honest miners (the validator is uid 0)
+    }
   }
   if (Status st = (*local)->set_stake(0, 1'000'000'000'000, true); !st.is_ok()) return fail("stake", st);
 
@@ -279,6 +308,16 @@ progress = "off"
     }
   }
 
+  std::vector<std::unique_ptr<Adversary>> adversaries;
+  for (std::size_t j = 0; j < a.bad_miners.size(); ++j) {
+    auto adv = start_adversary(a, j, network, model_file.string(), this_run, keys, run, data);
+    if (!adv.is_ok()) {
+      stop_all(procs);
+      return fail("bad miner", adv.status());
+    }
+    adversaries.push_back(std::move(*adv));
+  }
+
   // 5. Watch the validator's windows.
   fmt::print("[5/5] running (Ctrl-C stops)\n");
   struct sigaction sa {};
@@ -332,6 +371,7 @@ progress = "off"
     fmt::print(stderr, "demo: reading the scores: {}\n", body.status().message());
     rc = kExitFailure;
   }
+  adversaries.clear();
   stop_all(procs);
   fmt::print("demo: stopped (logs in {})\n", (run / "logs").string());
   return rc;
@@ -348,6 +388,8 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--windows", args->windows, "Windows to run")->capture_default_str()->check(CLI::Range(1, 1000));
   cmd->add_option("--model", args->model, "Model preset (configs/models/NAME.toml)")->capture_default_str();
   cmd->add_option("--out", args->out, "Where summary.json and progress.svg go")->capture_default_str();
+  cmd->add_option("--bad-miner", args->bad_miners, "Add a bad miner: noise, zero or copy (repeatable)")
+      ->check([](const std::string& kind) { return valid_adversary_kind(kind) ? "" : "noise, zero or copy"; });
   cmd->add_option("--blocks-per-window", args->blocks_per_window, "Blocks per window (1 s each)")
       ->capture_default_str()
       ->check(CLI::Range(4, 1000));

@@ -30,7 +30,7 @@ double sync_score(double x, const ScoringParams& p) {
 }
 
 bool admitted(const MinerScore& s, const ScoringParams& p) {
-  return s.evaluations > 0 && !s.zeroed && s.evidence >= -p.harm_tolerance;
+  return s.evaluations > 0 && !s.zeroed && s.evidence >= p.admit_ratio;
 }
 
 namespace {
@@ -76,13 +76,20 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
     auto rated = rate(teams, tied_ranks(ranked, p), openskill_params(p));
     for (std::size_t i = 0; i < ranked.size(); ++i) scores[ranked[i]->uid].rating = rated[i][0];
   }
+  // Evidence: each valid gradient score relative to the best of the window
+  // (0 when nothing helped), so a free rider (a zero update) or a harmless
+  // but useless one (noise clipped small) stays out, honest peers that
+  // differ by noise stay in, and a swarm cannot lower the bar.
+  double best = 0;
+  for (const auto& e : in.evaluations)
+    if (e.valid) best = std::max(best, gradient_score(e));
   for (const auto& e : in.evaluations) {
     MinerScore& s = scores[e.uid];
     s.bma = (1 - p.bma_alpha) * s.bma + p.bma_alpha * binary_indicator(e);
     s.last_gradient_score = gradient_score(e);
     if (e.valid) {
-      s.evidence = s.evaluations == 0 ? s.last_gradient_score
-                                      : (1 - p.evidence_alpha) * s.evidence + p.evidence_alpha * s.last_gradient_score;
+      const double relative = best > 0 ? s.last_gradient_score / best : 0.0;
+      s.evidence = s.evaluations == 0 ? relative : (1 - p.evidence_alpha) * s.evidence + p.evidence_alpha * relative;
       ++s.evaluations;
     }
     s.zeroed = !e.valid;

@@ -25,8 +25,8 @@ struct ScoringParams {
   double missing_penalty = 0.75;  // per consecutive window without a valid upload
   double weight_power = 2.0;      // w_i ∝ max(0, final_i)^power
   double rank_tie = 1e-3;         // gradient scores within this of their group's best share its rank
-  double evidence_alpha = 0.5;    // evidence <- (1 - alpha) * evidence + alpha * gradient score
-  double harm_tolerance = 1e-3;   // a uid whose evidence is below -this is left out of the set
+  double evidence_alpha = 0.5;    // evidence <- (1 - alpha) * evidence + alpha * relative gradient score
+  double admit_ratio = 0.25;      // a uid joins the set while its evidence is at least this
 };
 
 struct Options {

@@ -50,7 +50,7 @@ struct MinerScore {
   std::uint32_t waiting = 1;  // windows since last evaluated (for fair sampling)
   double last_gradient_score = 0;
   double final_score = 0;
-  double evidence = 0;                                 // moving average of gradient scores over valid evaluations
+  double evidence = 0;                                 // moving average of gradient score / its window's best
   std::uint32_t evaluations = 0;                       // valid evaluations so far
   std::optional<std::array<std::uint8_t, 32>> hotkey;  // whose record this is
 };
@@ -63,9 +63,10 @@ std::vector<std::uint16_t> bind_hotkeys(std::map<std::uint16_t, MinerScore>& sco
                                         const std::map<std::uint16_t, std::array<std::uint8_t, 32>>& hotkeys);
 
 // Whether a uid may join an aggregation set: evaluated valid at least once,
-// valid in its last evaluation, and no evidence of harm (evidence >=
-// -harm_tolerance). Evidence, not rank: an honest uid that ranked last among
-// equally good peers stays in.
+// valid in its last evaluation, and evidence >= admit_ratio, where evidence
+// is the moving average of its gradient score relative to the best of each
+// window it was evaluated in. Evidence, not rank: honest uids that differ by
+// measurement noise all stay in; zero and useless updates stay out.
 bool admitted(const MinerScore& s, const ScoringParams& p);
 
 struct WindowInput {
