@@ -234,23 +234,12 @@ TEST_F(AttackTest, NoAttackerStopsOrStallsANodeAndNoneEarnsWeight) {
   // Scores, from the validator's RocksDB: every honest miner above every attacker.
   auto db = storage::StateStore::open((dir_.path() / "validator-state/db").string());
   ASSERT_TRUE(db.is_ok()) << db.status();
-  auto final_of = [&](std::uint16_t uid) {
-    auto v = (*db)->get(storage::Family::kRatings, validator::rating_key(uid));
-    if (!v.is_ok() || !v->has_value()) return -1e9;  // never scored
-    return nlohmann::json::parse(**v)["final"].get<double>();
-  };
+  auto final_of = [&](std::uint16_t uid) { return NetworkBase::final_of(**db, uid); };
   for (std::uint16_t h : honest_uids_) {
     EXPECT_GT(final_of(h), 0.0) << "honest uid " << h;
     for (const auto& at : attackers_) EXPECT_GT(final_of(h), final_of(at.uid)) << attack_name(at.kind);
   }
-  auto rows = (*db)->scan(storage::Family::kWindowScores, "w/");
-  ASSERT_TRUE(rows.is_ok());
-  std::map<std::uint16_t, std::string> reasons;
-  for (const auto& [k, v] : *rows) {
-    auto j = nlohmann::json::parse(v);
-    if (j.contains("reason") && j.contains("uid"))
-      reasons[j["uid"].get<std::uint16_t>()] += j["reason"].get<std::string>() + ": " + j.value("detail", "") + "; ";
-  }
+  auto reasons = rejections(**db);
   for (const auto& at : attackers_) {
     const std::string& r = reasons[at.uid];
     SCOPED_TRACE(fmt::format("{}: {}", attack_name(at.kind), r));
@@ -274,16 +263,9 @@ TEST_F(AttackTest, NoAttackerStopsOrStallsANodeAndNoneEarnsWeight) {
   for (std::uint16_t h : honest_uids_) EXPECT_EQ(reasons[h], "") << "honest uid " << h;
 
   // The weights on chain.
-  auto data = chain::abi::encode_call("getWeights(uint16,uint16)", {chain::abi::Value::uint(chain_->netuid()),
-                                                                    chain::abi::Value::uint(validator_uid_)});
-  auto out = (*reader)->eth().call(chain::Address::from_low_u64(chain::standins::kStateAddress), *data);
-  ASSERT_TRUE(out.is_ok()) << out.status();
-  auto v = chain::abi::decode(chain::abi::parse_types("uint16[],uint16[],uint64").value(), *out).value();
-  std::map<std::uint64_t, std::uint64_t> onchain;
-  for (std::size_t i = 0; i < v[0].items().size(); ++i) {
-    onchain[v[0].items()[i].as_u64().value()] = v[1].items()[i].as_u64().value();
-  }
-  EXPECT_GE(v[2].as_u64().value(), 1u);
+  auto chain_weights = onchain_weights(**reader);
+  auto& onchain = chain_weights.weights;
+  EXPECT_GE(chain_weights.posts, 1u);
   for (std::uint16_t h : honest_uids_) EXPECT_GT(onchain[h], 0u) << "honest uid " << h;
   for (const auto& at : attackers_) EXPECT_EQ(onchain.count(at.uid), 0u) << attack_name(at.kind);
 }

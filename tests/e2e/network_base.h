@@ -280,6 +280,48 @@ port = {}
     }
   }
 
+  // A uid's final score in the validator's RocksDB (-1e9: never scored).
+  static double final_of(storage::StateStore& db, std::uint16_t uid) {
+    auto v = db.get(storage::Family::kRatings, validator::rating_key(uid));
+    if (!v.is_ok() || !v->has_value()) return -1e9;
+    return nlohmann::json::parse(**v)["final"].get<double>();
+  }
+
+  // Every rejection of each uid over the run: "reason: detail; ...".
+  static std::map<std::uint16_t, std::string> rejections(storage::StateStore& db) {
+    std::map<std::uint16_t, std::string> reasons;
+    auto rows = db.scan(storage::Family::kWindowScores, "w/");
+    EXPECT_TRUE(rows.is_ok());
+    if (!rows.is_ok()) return reasons;
+    for (const auto& [k, v] : *rows) {
+      auto j = nlohmann::json::parse(v);
+      if (j.contains("reason") && j.contains("uid"))
+        reasons[j["uid"].get<std::uint16_t>()] += j["reason"].get<std::string>() + ": " + j.value("detail", "") + "; ";
+    }
+    return reasons;
+  }
+
+  // A validator's weights (default: the lead's) as the stand-in chain holds them, and its post count.
+  struct OnChain {
+    std::map<std::uint64_t, std::uint64_t> weights;
+    std::uint64_t posts = 0;
+  };
+  OnChain onchain_weights(chain::EvmChain& reader, std::optional<std::uint16_t> uid = std::nullopt) const {
+    OnChain out;
+    auto data = chain::abi::encode_call(
+        "getWeights(uint16,uint16)",
+        {chain::abi::Value::uint(chain_->netuid()), chain::abi::Value::uint(uid.value_or(validator_uid_))});
+    auto got = reader.eth().call(chain::Address::from_low_u64(chain::standins::kStateAddress), *data);
+    EXPECT_TRUE(got.is_ok()) << got.status();
+    if (!got.is_ok()) return out;
+    auto v = chain::abi::decode(chain::abi::parse_types("uint16[],uint16[],uint64").value(), *got).value();
+    for (std::size_t i = 0; i < v[0].items().size(); ++i) {
+      out.weights[v[0].items()[i].as_u64().value()] = v[1].items()[i].as_u64().value();
+    }
+    out.posts = v[2].as_u64().value();
+    return out;
+  }
+
   testing::TempDir dir_;
   std::string data_, network_;
   std::unique_ptr<chain::LocalChain> chain_;

@@ -73,23 +73,15 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
   auto db = storage::StateStore::open((dir_.path() / "validator-state/db").string());
   ASSERT_TRUE(db.is_ok()) << db.status();
   auto final_of = [&](std::uint16_t uid) {
-    auto v = (*db)->get(storage::Family::kRatings, validator::rating_key(uid));
-    EXPECT_TRUE(v.is_ok() && v->has_value()) << "uid " << uid;
-    if (!v.is_ok() || !v->has_value()) return -1e9;
-    return nlohmann::json::parse(**v)["final"].get<double>();
+    const double f = NetworkBase::final_of(**db, uid);
+    EXPECT_GT(f, -1e9) << "uid " << uid << " was never scored";
+    return f;
   };
   for (std::uint16_t h : honest_uids_) {
     EXPECT_GT(final_of(h), 0.0) << "honest uid " << h << "\n" << validator_log;
     for (const auto& bm : bad_) EXPECT_GT(final_of(h), final_of(bm.uid)) << bad_name(bm.kind);
   }
-  auto rows = (*db)->scan(storage::Family::kWindowScores, "w/");
-  ASSERT_TRUE(rows.is_ok());
-  std::map<std::uint16_t, std::string> reasons;
-  for (const auto& [k, v] : *rows) {
-    auto j = nlohmann::json::parse(v);
-    if (j.contains("reason") && j.contains("uid"))
-      reasons[j["uid"].get<std::uint16_t>()] += j["reason"].get<std::string>() + ": " + j.value("detail", "") + "; ";
-  }
+  auto reasons = rejections(**db);
   for (const auto& bm : bad_) {
     const std::string& r = reasons[bm.uid];
     switch (bm.kind) {
@@ -118,16 +110,9 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
   for (std::uint16_t h : honest_uids_) EXPECT_EQ(reasons[h], "") << "honest uid " << h;
 
   // The weights on chain.
-  auto data = chain::abi::encode_call("getWeights(uint16,uint16)", {chain::abi::Value::uint(chain_->netuid()),
-                                                                    chain::abi::Value::uint(validator_uid_)});
-  auto out = (*reader)->eth().call(chain::Address::from_low_u64(chain::standins::kStateAddress), *data);
-  ASSERT_TRUE(out.is_ok()) << out.status();
-  auto v = chain::abi::decode(chain::abi::parse_types("uint16[],uint16[],uint64").value(), *out).value();
-  std::map<std::uint64_t, std::uint64_t> onchain;
-  for (std::size_t i = 0; i < v[0].items().size(); ++i) {
-    onchain[v[0].items()[i].as_u64().value()] = v[1].items()[i].as_u64().value();
-  }
-  EXPECT_GE(v[2].as_u64().value(), 1u);  // posts
+  auto chain_weights = onchain_weights(**reader);
+  auto& onchain = chain_weights.weights;
+  EXPECT_GE(chain_weights.posts, 1u);
   for (std::uint16_t h : honest_uids_) EXPECT_GT(onchain[h], 0u) << "honest uid " << h;
   for (const auto& bm : bad_) EXPECT_EQ(onchain.count(bm.uid), 0u) << bad_name(bm.kind);
 }
@@ -137,16 +122,6 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
 
 namespace crucible {
 namespace {
-
-// The posts a validator uid has made, as the stand-in chain counts them.
-std::uint64_t posts_of(chain::EvmChain& reader, const chain::LocalChain& local, std::uint16_t uid) {
-  auto data = chain::abi::encode_call("getWeights(uint16,uint16)",
-                                      {chain::abi::Value::uint(local.netuid()), chain::abi::Value::uint(uid)});
-  auto out = reader.eth().call(chain::Address::from_low_u64(chain::standins::kStateAddress), *data);
-  EXPECT_TRUE(out.is_ok());
-  auto v = chain::abi::decode(chain::abi::parse_types("uint16[],uint16[],uint64").value(), *out).value();
-  return v[2].as_u64().value();
-}
 
 std::map<std::string, std::string> dump(const std::string& db_path, storage::Family f) {
   auto db = storage::StateStore::open(db_path);
@@ -221,9 +196,9 @@ TEST_F(CrashTest, KilledAndRestartedValidatorScoresLikeAnUninterruptedOne) {
   EXPECT_EQ(dump((dir_.path() / "ref-state/db").string(), storage::Family::kWindowScores),
             dump((dir_.path() / "crash-state/db").string(), storage::Family::kWindowScores));
   // No duplicate weight post: as many posts as the uninterrupted run made.
-  const std::uint64_t ref_posts = posts_of(**reader, *chain_, ref_uid);
+  const std::uint64_t ref_posts = onchain_weights(**reader, ref_uid).posts;
   EXPECT_GE(ref_posts, 1u);
-  EXPECT_EQ(posts_of(**reader, *chain_, crash_uid), ref_posts);
+  EXPECT_EQ(onchain_weights(**reader, crash_uid).posts, ref_posts);
 }
 
 }  // namespace
@@ -253,7 +228,7 @@ TEST_F(CommitRevealTest, WeightsAreCommittedThenRevealed) {
   EXPECT_THAT(log, HasSubstr("committed weights"));
   EXPECT_THAT(log, HasSubstr("revealed weights"));
   EXPECT_THAT(log, ::testing::Not(HasSubstr("posted weights")));
-  EXPECT_GE(posts_of(**reader, *chain_, validator_uid_), 1u);
+  EXPECT_GE(onchain_weights(**reader).posts, 1u);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "support/hostile_s3.h"
 
+#include "support/scripted_http.h"
+
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -37,18 +39,7 @@ std::string header_value(const std::string& request, const std::string& name) {
 }  // namespace
 
 HostileS3Server::HostileS3Server(HostileOptions options) : options_(options), rng_(options.seed) {
-  listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
-  int one = 1;
-  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(listen_fd_, 64) != 0 ||
-      getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw std::runtime_error("HostileS3Server: cannot listen");
-  }
-  port_ = ntohs(addr.sin_port);
+  listen_fd_ = listen_loopback(port_, 64);
   acceptor_ = std::thread([this] { accept_loop(); });
 }
 

@@ -9,19 +9,25 @@
 
 namespace crucible::testing {
 
-ScriptedHttpServer::ScriptedHttpServer(std::vector<ScriptedResponse> script) : script_(std::move(script)) {
-  listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+int listen_loopback(std::uint16_t& port, int backlog) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
   int one = 1;
-  setsockopt(listen_fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof addr;
-  if (bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(listen_fd_, 16) != 0 ||
-      getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    throw std::runtime_error("ScriptedHttpServer: cannot listen");
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, backlog) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    close(fd);
+    throw std::runtime_error("cannot listen on 127.0.0.1");
   }
-  port_ = ntohs(addr.sin_port);
+  port = ntohs(addr.sin_port);
+  return fd;
+}
+
+ScriptedHttpServer::ScriptedHttpServer(std::vector<ScriptedResponse> script) : script_(std::move(script)) {
+  listen_fd_ = listen_loopback(port_);
   thread_ = std::thread([this] { serve(); });
 }
 

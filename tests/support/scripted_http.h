@@ -12,6 +12,9 @@
 
 namespace crucible::testing {
 
+// A listening TCP socket on 127.0.0.1 with a free port (throws if it cannot).
+int listen_loopback(std::uint16_t& port, int backlog = 16);
+
 struct ScriptedResponse {
   int status = 200;
   std::string body;

@@ -18,6 +18,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
+// `crucible chain up` in dir, automining; the child and its RPC URL ("" if it did not come up).
+std::pair<std::unique_ptr<testing::Child>, std::string> chain_up(const testing::TempDir& dir) {
+  auto up = std::make_unique<testing::Child>(std::vector<std::string>{
+      testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--dir", dir.path().string()});
+  std::string out = up->read_until("Ctrl-C stops it.", 20'000);
+  std::smatch m;
+  if (!std::regex_search(out, m, std::regex("rpc_url +(http://127\\.0\\.0\\.1:[0-9]+)"))) {
+    ADD_FAILURE() << out;
+    return {std::move(up), ""};
+  }
+  return {std::move(up), m[1]};
+}
+
 TEST(ChainUp, ServesTheStandInsAndStopsOnCtrlC) {
   testing::TempDir dir;
   testing::Child up({testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--netuid", "3",
@@ -51,12 +64,8 @@ TEST(ChainUp, ServesTheStandInsAndStopsOnCtrlC) {
 
 TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
   testing::TempDir dir;
-  testing::Child up(
-      {testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--dir", dir.path().string()});
-  std::string out = up.read_until("Ctrl-C stops it.", 20'000);
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("rpc_url +(http://127\\.0\\.0\\.1:[0-9]+)"))) << out;
-  std::string url = m[1];
+  auto [up, url] = chain_up(dir);
+  ASSERT_FALSE(url.empty());
   // Dev account 1 of anvil's standard mnemonic, as a keystore.
   std::string key = dir.write("k.hex", "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
   chmod(key.c_str(), 0600);
@@ -96,12 +105,8 @@ TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
 // registered, then given stake and a validator permit.
 TEST(ChainUp, FundAndStakeMakeANewWalletAValidator) {
   testing::TempDir dir;
-  testing::Child up(
-      {testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--dir", dir.path().string()});
-  std::string out = up.read_until("Ctrl-C stops it.", 20'000);
-  std::smatch m;
-  ASSERT_TRUE(std::regex_search(out, m, std::regex("rpc_url +(http://127\\.0\\.0\\.1:[0-9]+)"))) << out;
-  const std::string url = m[1];
+  auto [up, url] = chain_up(dir);
+  ASSERT_FALSE(url.empty());
   std::map<std::string, std::string> pw = {{"CRUCIBLE_WALLET_PASSWORD", "pw"}};
   const std::string ks = (dir.path() / "new.json").string();
   ASSERT_EQ(testing::run_process({testing::bin("crucible"), "wallet", "new", "--out", ks, "--scrypt-n", "1024"}, pw)
