@@ -47,7 +47,7 @@ class EvmChainTest : public ::testing::Test {
     EvmChainOptions o;
     o.rpc.url = local->url();
     o.tx = tx;
-    o.expected_chain_id = 945;
+    o.expected_chain_id = kLocalChainId;
     auto c = EvmChain::connect(o, local->dev_keys().at(key_index));
     EXPECT_TRUE(c.is_ok()) << c.status();
     return c.is_ok() ? std::move(*c) : nullptr;
@@ -190,12 +190,12 @@ TEST_F(EvmChainTest, WrongChainIdIsDetected) {
   o.expected_chain_id = 964;
   auto c = EvmChain::connect(o, local->dev_keys()[1]);
   EXPECT_EQ(c.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(c.status().message(), HasSubstr("chain 945, but chain 964 was configured"));
+  EXPECT_THAT(c.status().message(), HasSubstr("chain 31337, but chain 964 was configured"));
 
   RpcClient rpc(rpc_to(local->url()));
   EthClient eth(rpc);
   TxSender checked(eth, local->dev_keys()[1], 1);
-  EXPECT_THAT(checked.send(Address::from_low_u64(0x1234), {}).status().message(), HasSubstr("reports 945"));
+  EXPECT_THAT(checked.send(Address::from_low_u64(0x1234), {}).status().message(), HasSubstr("reports 31337"));
 
   // Without the check the node is the judge: anvil 1.7 refuses it outright (older ones took and dropped it).
   TxOptions blind;
@@ -213,7 +213,7 @@ TEST_F(EvmChainTest, DroppedTransactionIsDetectedNotAwaitedForever) {
   TxOptions o;
   o.stuck_after = Ms(600);
   o.receipt_timeout = Ms(20'000);
-  TxSender sender(eth, local->dev_keys()[2], 945, o);
+  TxSender sender(eth, local->dev_keys()[2], kLocalChainId, o);
   // The node forgets every pending transaction while the sender waits.
   std::thread dropper([url = local->url()] {
     std::this_thread::sleep_for(Ms(300));
@@ -235,7 +235,7 @@ TEST_F(EvmChainTest, StuckTransactionIsReplacedWithHigherFees) {
   TxOptions o;
   o.stuck_after = Ms(400);
   o.receipt_timeout = Ms(15'000);
-  TxSender sender(eth, local->dev_keys()[3], 945, o);
+  TxSender sender(eth, local->dev_keys()[3], kLocalChainId, o);
   // Mining resumes once the sender has had time to replace the first version.
   std::thread miner([url = local->url()] {
     std::this_thread::sleep_for(Ms(1500));
@@ -254,7 +254,7 @@ TEST_F(EvmChainTest, StuckTransactionIsReplacedWithHigherFees) {
 TEST_F(EvmChainTest, SequentialSendsUseConsecutiveNonces) {
   RpcClient rpc(rpc_to(local->url()));
   EthClient eth(rpc);
-  TxSender sender(eth, local->dev_keys()[4], 945);
+  TxSender sender(eth, local->dev_keys()[4], kLocalChainId);
   auto a = sender.send(Address::from_low_u64(0x1234), {}, 21'000);
   auto b = sender.send(Address::from_low_u64(0x1234), {}, 21'000);
   ASSERT_TRUE(a.is_ok() && b.is_ok());

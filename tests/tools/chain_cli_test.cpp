@@ -10,6 +10,7 @@
 
 #include "crucible/chain/abi.h"
 #include "crucible/chain/eth.h"
+#include "crucible/chain/local_chain.h"
 #include "support/process.h"
 #include "support/temp_dir.h"
 
@@ -45,7 +46,7 @@ TEST(ChainUp, ServesTheStandInsAndStopsOnCtrlC) {
   o.url = m[1];
   chain::RpcClient rpc(o);
   chain::EthClient eth(rpc);
-  EXPECT_EQ(eth.chain_id().value(), 945u);
+  EXPECT_EQ(eth.chain_id().value(), chain::kLocalChainId);
   // The subnet exists (getUidCount reverts on an unknown one) and is empty.
   auto call = chain::abi::encode_call("getUidCount(uint16)", {chain::abi::Value::uint(3)}).value();
   auto count = eth.call(chain::Address::from_low_u64(0x802), call);
@@ -81,7 +82,7 @@ TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
   ASSERT_TRUE(std::regex_search(mirror.out, ss, std::regex("mirror ss58 +(5[1-9A-HJ-NP-Za-km-z]{47})"))) << mirror.out;
 
   auto reg = testing::run_process({testing::bin("crucible"), "chain", "register", "--key", ks, "--set",
-                                   "chain.rpc_url=" + url, "--set", "chain.chain_id=945"},
+                                   "chain.rpc_url=" + url, "--set", "chain.chain_id=31337"},
                                   pw);
   EXPECT_EQ(reg.exit_code, 0) << reg.err;
   EXPECT_THAT(reg.out, HasSubstr("registered 0x70997970C51812dc3A010C7d01b50e0d17dc79C8 on netuid 1 as uid 0"));
@@ -98,7 +99,7 @@ TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
   auto wrong = testing::run_process(
       {testing::bin("crucible"), "chain", "metagraph", "--set", "chain.rpc_url=" + url, "--set", "chain.chain_id=964"});
   EXPECT_EQ(wrong.exit_code, 1);
-  EXPECT_THAT(wrong.err, HasSubstr("chain 945, but chain 964 was configured"));
+  EXPECT_THAT(wrong.err, HasSubstr("chain 31337, but chain 964 was configured"));
 }
 
 // A brand-new wallet on the local chain, by the CLI alone: funded for gas,

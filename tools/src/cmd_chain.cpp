@@ -18,7 +18,7 @@ namespace {
 struct ChainUpArgs {
   std::uint16_t port = 8545;
   double block_time_s = 1.0;
-  std::uint64_t chain_id = 945;
+  std::uint64_t chain_id = chain::kLocalChainId;
   std::uint16_t netuid = 1;
   std::string anvil;
   std::string dir = ".crucible/chain";

@@ -18,11 +18,16 @@
 
 namespace crucible::chain {
 
+// The local chain's id: anvil's own default, so that a config meant for it
+// and pointed at Bittensor testnet (945) or mainnet (964) by mistake is
+// refused by the chain-id check, and the other way round.
+inline constexpr std::uint64_t kLocalChainId = 31337;
+
 struct LocalChainOptions {
   std::string anvil_path;  // the anvil binary
   std::string work_dir;    // anvil's log and account list go here
   std::uint16_t port = 0;  // 0: a free port
-  std::uint64_t chain_id = 945;
+  std::uint64_t chain_id = kLocalChainId;
   double block_time_s = 0;  // 0: a block per transaction (automine)
   std::uint16_t netuid = 1;
   std::uint16_t max_uids = 256;
