@@ -135,14 +135,20 @@ ApiResponse window(storage::StateStore& db, std::string_view arg) {
   return reply(200, body);
 }
 
+// The rows of `family` under `prefix`, oldest first (the last kMaxHistory), as a JSON array.
+Result<json> history_of(storage::StateStore& db, storage::Family family, std::string_view prefix) {
+  CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db.scan(family, prefix));
+  json out = json::array();
+  const std::size_t first = rows.size() > kMaxHistory ? rows.size() - kMaxHistory : 0;
+  for (std::size_t i = first; i < rows.size(); ++i) out.push_back(parse_value(rows[i].second));
+  return out;
+}
+
 // The global model over windows: held-out loss, tokens aggregated, bytes received.
 ApiResponse progress_route(storage::StateStore& db) {
-  auto rows = db.scan(storage::Family::kWindowScores, kProgressPrefix);
-  if (!rows.is_ok()) return error(500, rows.status().to_string());
-  json windows = json::array();
-  const std::size_t first = rows->size() > kMaxHistory ? rows->size() - kMaxHistory : 0;
-  for (std::size_t i = first; i < rows->size(); ++i) windows.push_back(parse_value((*rows)[i].second));
-  return reply(200, {{"windows", windows}});
+  auto windows = history_of(db, storage::Family::kWindowScores, kProgressPrefix);
+  if (!windows.is_ok()) return error(500, windows.status().to_string());
+  return reply(200, {{"windows", *windows}});
 }
 
 ApiResponse weights_route(storage::StateStore& db) {
@@ -154,12 +160,9 @@ ApiResponse weights_route(storage::StateStore& db) {
 
 // Every weights post, oldest first (the last kMaxHistory).
 ApiResponse weights_history_route(storage::StateStore& db) {
-  auto rows = db.scan(storage::Family::kWeightsLog, "epoch/");
-  if (!rows.is_ok()) return error(500, rows.status().to_string());
-  json posts = json::array();
-  const std::size_t first = rows->size() > kMaxHistory ? rows->size() - kMaxHistory : 0;
-  for (std::size_t i = first; i < rows->size(); ++i) posts.push_back(parse_value((*rows)[i].second));
-  return reply(200, {{"posts", posts}});
+  auto posts = history_of(db, storage::Family::kWeightsLog, "epoch/");
+  if (!posts.is_ok()) return error(500, posts.status().to_string());
+  return reply(200, {{"posts", *posts}});
 }
 
 }  // namespace
