@@ -4,8 +4,6 @@
 // its own store).
 #pragma once
 
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -36,6 +34,7 @@
 #include "crucible/validator/state.h"
 #include "support/local_network.h"
 #include "support/process.h"
+#include "support/scripted_http.h"
 #include "support/temp_dir.h"
 
 namespace crucible::e2e {
@@ -134,15 +133,9 @@ peer_file_urls = true
   }
 
   static std::uint16_t free_port() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-    close(fd);
-    return ntohs(a.sin_port);
+    std::uint16_t port = 0;
+    close(testing::listen_loopback(port));
+    return port;
   }
 
   std::vector<std::string> node_argv(const std::string& binary, const std::string& node_toml, const std::string& key) {
