@@ -151,16 +151,11 @@ Status write_report(const std::string& api, const std::vector<std::uint16_t>& mi
   return Status::ok();
 }
 
-// Bad miner j: the account after the honest miners', its store beside theirs.
-Result<std::unique_ptr<Adversary>> start_adversary(const DemoArgs& a, std::size_t j, const std::string& network,
-                                                   const std::string& model_file, const std::string& this_run,
+// Bad miner j: the account after the honest miners', its store beside
+// theirs, the network's config as the nodes read it.
+Result<std::unique_ptr<Adversary>> start_adversary(const DemoArgs& a, std::size_t j, const NodeConfig& config,
                                                    const std::vector<chain::PrivateKey>& keys, const fs::path& run,
                                                    const fs::path& data) {
-  CommonFlags flags;
-  flags.config_files = {network, model_file, this_run};
-  NodeConfig config;
-  char* no_env[] = {nullptr};
-  CRUCIBLE_RETURN_IF_ERROR(load_node_config(Role::kAny, flags, no_env, config));
   const std::size_t account = static_cast<std::size_t>(a.miners) + 2 + j;
   AdversaryOptions o(keys[account]);
   o.kind = a.bad_miners[j];
@@ -309,8 +304,18 @@ progress = "off"
   }
 
   std::vector<std::unique_ptr<Adversary>> adversaries;
+  NodeConfig network_config;
+  if (!a.bad_miners.empty()) {
+    CommonFlags flags;
+    flags.config_files = {network, model_file.string(), this_run};
+    char* no_env[] = {nullptr};
+    if (Status st = load_node_config(Role::kAny, flags, no_env, network_config); !st.is_ok()) {
+      stop_all(procs);
+      return fail("bad miner", st);
+    }
+  }
   for (std::size_t j = 0; j < a.bad_miners.size(); ++j) {
-    auto adv = start_adversary(a, j, network, model_file.string(), this_run, keys, run, data);
+    auto adv = start_adversary(a, j, network_config, keys, run, data);
     if (!adv.is_ok()) {
       stop_all(procs);
       return fail("bad miner", adv.status());
