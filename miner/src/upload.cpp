@@ -1,6 +1,10 @@
-// The miner's upload (protocol.md §1, §9): once window w+1 has begun, put
-// gradient/{w}.crg and fingerprint/{w}.json into the miner's store inside
-// w's upload slot. A missed slot leaves the update in error feedback.
+// The miner's upload (protocol.md §1, §6, §9), commit then reveal: once
+// window w+1 has begun, put commitment/{w}.bin (the Keccak-256 of the sealed
+// packet) inside w's upload slot; once the slot has closed, put
+// gradient/{w}.crg and fingerprint/{w}.json. Until the slot closes nobody
+// can see the update, so nobody can copy it in time. A missed slot leaves
+// the update in error feedback.
+#include "crucible/chain/keccak.h"
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/protocol/object_keys.h"
@@ -26,6 +30,17 @@ Status MinerNode::Impl::upload(const Trained& t, const std::atomic<bool>& stop) 
     log::warn("missed the upload slot; the update stays in error feedback", {{"window", w}});
     return Status::ok();
   }
+  const chain::Hash32 commitment = chain::keccak256(t.sealed);
+  if (Status put = io.store->put(keys::commitment(w), ByteSpan(commitment.data(), commitment.size())); !put.is_ok()) {
+    metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "failed"}});
+    log::error("commitment upload failed", {{"window", w}, {"error", put.to_string()}});
+    return Status::ok();
+  }
+  log::info("committed gradient", {{"window", w}, {"key", keys::commitment(w)}});
+  // The reveal: after the slot has closed for every clock, before reveal_s more.
+  while (!slot.closed(io.clock->unix_seconds())) {
+    if (!io.clock->sleep(kPoll, stop)) return aborted("stopped before revealing window {}'s packet", w);
+  }
   if (Status put = io.store->put(keys::gradient(w), t.sealed); !put.is_ok()) {
     metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "failed"}});
     log::error("gradient upload failed", {{"window", w}, {"error", put.to_string()}});
@@ -33,6 +48,9 @@ Status MinerNode::Impl::upload(const Trained& t, const std::atomic<bool>& stop) 
   }
   if (Status f = io.store->put(keys::fingerprint(w), as_bytes(t.fingerprint_json)); !f.is_ok()) {
     log::warn("fingerprint upload failed", {{"window", w}, {"error", f.to_string()}});
+  }
+  if (slot.revealed(io.clock->unix_seconds())) {
+    log::warn("revealed the packet after reveal_s: validators may have gathered without it", {{"window", w}});
   }
   metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "ok"}});
   state.uploaded_window = w;

@@ -41,6 +41,10 @@ void bind_options(config::Schema& schema, Options& options) {
                     86'400);
   schema.add_double("protocol.clock_skew_s", &options.clock_skew_s,
                     "Clock skew allowed when checking an upload's time against its slot.", 0, 3'600);
+  schema.add_double("protocol.reveal_s", &options.reveal_s,
+                    "Seconds after a slot closes (end + clock skew) by which each miner uploads the packet it "
+                    "committed to during the slot; validators gather after that.",
+                    0, 86'400);
   schema.add_int("protocol.samples_per_window", &options.samples_per_window,
                  "Samples assigned to each uid per window (the same on miners and validators).", 1, 1'000'000);
   schema.add_double("protocol.outer_lr", &options.outer_lr,

@@ -32,6 +32,8 @@ std::string_view name(Rejection r) noexcept {
       return "non_finite";
     case Rejection::kEvaluationFailed:
       return "evaluation_failed";
+    case Rejection::kNotObserved:
+      return "not_observed";
   }
   return "unknown";
 }
@@ -48,6 +50,7 @@ bool ranks_last(Rejection r) noexcept {
     case Rejection::kUnreachable:
     case Rejection::kTooEarly:
     case Rejection::kTooLate:
+    case Rejection::kNotObserved:
       return false;
     default:
       return true;

@@ -11,7 +11,8 @@
 namespace crucible::storage {
 namespace {
 
-constexpr const char* kNames[] = {"ratings", "window_scores", "window_progress", "weights_log", "packet_cache", "meta"};
+constexpr const char* kNames[] = {"ratings",      "window_scores", "window_progress", "weights_log",
+                                  "packet_cache", "meta",          "sketches"};
 static_assert(std::size(kNames) == static_cast<std::size_t>(Family::kCount_));
 
 constexpr const char* kSchemaKey = "schema_version";

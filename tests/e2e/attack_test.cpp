@@ -128,9 +128,12 @@ class AttackTest : public e2e::NetworkBase {
   void attack(Attacker& a, std::uint64_t w) {
     auto noise = random_update(w * 1000 + a.uid, 1.0f);  // well-formed, harmful
     switch (a.kind) {
-      case Attack::kFlaky:
-        a.s3->put(kBucket, keys::gradient(w), sealed(a, w, noise));
-        break;
+      case Attack::kFlaky: {
+        const Bytes packet = sealed(a, w, noise);
+        const chain::Hash32 c = chain::keccak256(packet);
+        a.s3->put(kBucket, keys::commitment(w), Bytes(c.begin(), c.end()));
+        a.s3->put(kBucket, keys::gradient(w), packet);
+      } break;
       case Attack::kMalformed: {
         Bytes bytes;
         if (w % 2 == 0) {  // every part finite, the decode infinite
@@ -142,11 +145,11 @@ class AttackTest : public e2e::NetworkBase {
           bytes = sealed(a, w, noise);
           bytes.push_back(0);
         }
-        ASSERT_TRUE(a.store->put(keys::gradient(w), bytes).is_ok());
+        commit_and_put(*a.store, w, bytes);
         break;
       }
       case Attack::kBadFingerprint:
-        ASSERT_TRUE(a.store->put(keys::gradient(w), sealed(a, w, noise)).is_ok());
+        commit_and_put(*a.store, w, sealed(a, w, noise));
         ASSERT_TRUE(a.store->put(keys::fingerprint(w), as_bytes(R"({"v":1,"values":{"a":"b"},"basis":7})")).is_ok());
         break;
       case Attack::kSilent:

@@ -73,7 +73,9 @@ class MinerNodeTest : public ::testing::Test {
 format = "text"
 [protocol]
 blocks_per_window = {}
-upload_slot_s = 30.0
+upload_slot_s = 2.0
+clock_skew_s = 0.5
+reveal_s = 2.0
 samples_per_window = {}
 [chain]
 rpc_url = "{}"

@@ -43,6 +43,8 @@ namespace fs = std::filesystem;
 namespace keys = protocol::keys;
 
 constexpr std::uint32_t kBlocksPerWindow = 8;
+constexpr double kUploadSlotS = 4.0;  // commitments; the packets follow once it has closed
+constexpr double kClockSkewS = 0.5;
 constexpr std::uint32_t kSamples = 16;
 constexpr int kValidatorWindows = 4;
 
@@ -104,8 +106,9 @@ class NetworkBase : public ::testing::Test {
 format = "text"
 [protocol]
 blocks_per_window = {}
-upload_slot_s = 5.0
-clock_skew_s = 0.5
+upload_slot_s = {}
+clock_skew_s = {}
+reveal_s = 1.0
 samples_per_window = {}
 [chain]
 rpc_url = "{}"
@@ -113,7 +116,8 @@ rpc_url = "{}"
 peer_file_urls = true
 {}
 )",
-                                                      kBlocksPerWindow, kSamples, chain_->url(), storage_extra));
+                                                      kBlocksPerWindow, kUploadSlotS, kClockSkewS, kSamples,
+                                                      chain_->url(), storage_extra));
   }
 
   void add_bad_miners() {
@@ -188,6 +192,7 @@ weights_every = 2
 checkpoint_every = 2
 threads = 1
 aggregate_wait_s = 5.0
+observe_interval_s = 0.25
 {}
 [api]
 port = {}
@@ -222,6 +227,16 @@ port = {}
     return data::sample_digest(ids);
   }
 
+  // A miner's two puts: the commitment to `packet`, then the packet.
+  static void commit_and_put(storage::ObjectStore& store, std::uint64_t w, const Bytes& packet) {
+    const chain::Hash32 c = chain::keccak256(packet);
+    ASSERT_TRUE(store.put(keys::commitment(w), ByteSpan(c.data(), c.size())).is_ok());
+    ASSERT_TRUE(store.put(keys::gradient(w), packet).is_ok());
+  }
+
+  // At the start of w's slot. The copier cannot see the honest packet yet:
+  // it commits to a guess now and puts its copy once the original is
+  // revealed (copy_after_reveal); the late one commits after the slot.
   void upload_bad(BadMiner& b, std::uint64_t w, const Bytes* honest_packet, double slot_start) {
     packet::Packet p;
     p.window = w;
@@ -246,11 +261,11 @@ port = {}
         break;
       }
       case Bad::kCopy: {
-        if (honest_packet == nullptr) return;
-        auto opened = chain::open_packet(*honest_packet);
-        if (!opened.is_ok()) return;
-        p.tensors = opened->packet.tensors;  // someone else's work, re-signed
-        break;
+        (void)honest_packet;
+        chain::Hash32 guess;
+        guess.fill(static_cast<std::uint8_t>(w));
+        ASSERT_TRUE(b.store->put(keys::commitment(w), ByteSpan(guess.data(), guess.size())).is_ok());
+        return;
       }
       case Bad::kOtherData:
         p.sample_digest = digest_for(static_cast<std::uint16_t>(b.uid + 100), w);
@@ -261,16 +276,35 @@ port = {}
       case Bad::kLate:
         break;
     }
+    if (b.kind == Bad::kLate) return;  // late_upload, after the slot
     auto sealed = chain::seal_packet(p, *signer);
     ASSERT_TRUE(sealed.is_ok()) << sealed.status();
-    ASSERT_TRUE(b.store->put(keys::gradient(w), *sealed).is_ok());
-    if (b.kind == Bad::kLate) {
-      // The store's clock says it came 30 s after the slot closed.
-      auto t = std::chrono::file_clock::from_sys(
-          std::chrono::system_clock::time_point(std::chrono::duration_cast<std::chrono::system_clock::duration>(
-              std::chrono::duration<double>(slot_start + 33))));
-      fs::last_write_time(b.root / keys::gradient(w), t);
-    }
+    commit_and_put(*b.store, w, *sealed);
+    (void)slot_start;
+  }
+
+  // Once the slot has closed: the late miner commits and uploads now.
+  void late_upload(BadMiner& b, std::uint64_t w) {
+    packet::Packet p;
+    p.window = w;
+    p.uid = b.uid;
+    p.sample_digest = digest_for(b.uid, w);
+    p.tensors = random_update(w * 1000 + b.uid, 0.02f);
+    auto sealed = chain::seal_packet(p, b.key);
+    ASSERT_TRUE(sealed.is_ok()) << sealed.status();
+    commit_and_put(*b.store, w, *sealed);
+  }
+
+  // Once the honest packet is revealed: the copier re-signs it as its own.
+  void copy_after_reveal(BadMiner& b, std::uint64_t w, const Bytes& honest_packet) {
+    auto opened = chain::open_packet(honest_packet);
+    ASSERT_TRUE(opened.is_ok()) << opened.status();
+    packet::Packet p = opened->packet;
+    p.uid = b.uid;
+    p.sample_digest = digest_for(b.uid, w);
+    auto sealed = chain::seal_packet(p, b.key);
+    ASSERT_TRUE(sealed.is_ok()) << sealed.status();
+    ASSERT_TRUE(b.store->put(keys::gradient(w), *sealed).is_ok());  // its commitment was a guess
   }
 
   // A uid's final score in the validator's RocksDB (-1e9: never scored).

@@ -21,7 +21,8 @@ TEST(Rejection, NamesAreDistinctSnakeCaseAndRoundTrip) {
 }
 
 TEST(Rejection, OnlyAbsentOrMistimedUploadsEscapeTheLastRank) {
-  for (Rejection r : {Rejection::kMissing, Rejection::kUnreachable, Rejection::kTooEarly, Rejection::kTooLate}) {
+  for (Rejection r : {Rejection::kMissing, Rejection::kUnreachable, Rejection::kTooEarly, Rejection::kTooLate,
+                      Rejection::kNotObserved}) {
     EXPECT_FALSE(ranks_last(r)) << name(r);
   }
   for (Rejection r : {Rejection::kBadPacket, Rejection::kWrongSigner, Rejection::kCopy, Rejection::kReplay,

@@ -23,6 +23,7 @@ TEST(UploadSlot, ClassifiesWithSkewOnBothSides) {
   Options o;
   o.upload_slot_s = 70;
   o.clock_skew_s = 5;
+  o.reveal_s = 20;
   const UploadSlot s = WindowClock(o).slot(1000);
   EXPECT_EQ(s.start_s, 1000);
   EXPECT_EQ(s.end_s(), 1070);
@@ -36,6 +37,10 @@ TEST(UploadSlot, ClassifiesWithSkewOnBothSides) {
   EXPECT_FALSE(s.open_for_upload(1070.5));
   EXPECT_FALSE(s.closed(1074.9));
   EXPECT_TRUE(s.closed(1075));
+  // Miners reveal their committed packets once it has closed; validators gather after reveal_s.
+  EXPECT_EQ(s.reveal_end_s(), 1095);
+  EXPECT_FALSE(s.revealed(1094.9));
+  EXPECT_TRUE(s.revealed(1095));
 }
 
 }  // namespace

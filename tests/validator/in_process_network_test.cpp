@@ -28,14 +28,20 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Blocks every 250 ms, 12 a window: 3 s windows. The FakeChain stamps
+// blocks in whole seconds, so a slot starts up to 1 s before its block is
+// seen: the commitment slot is 1.25 s (+ 0.5 s skew), the reveal 0.25 s.
+constexpr std::uint64_t kBlocksPerWindow = 12;
+
 protocol::Options network_protocol() {
   protocol::Options p;
   // Synthetic random tokens: updates do not help beyond noise, so admission
   // by help would leave every set empty; these tests are about liveness.
   p.scoring.admit_ratio = -1e9;
-  p.blocks_per_window = 4;
-  p.upload_slot_s = 2;
+  p.blocks_per_window = kBlocksPerWindow;
+  p.upload_slot_s = 1.25;
   p.clock_skew_s = 0.5;
+  p.reveal_s = 0.25;
   p.samples_per_window = 4;
   return p;
 }
@@ -48,13 +54,13 @@ class InProcessNetwork : public ::testing::Test {
     fake_.add_neuron(validator_key_, 1000, true);
     fake_.add_neuron(follower_key_, 10, true);
     for (const auto& k : miner_keys_) miner_uids_.push_back(fake_.add_neuron(k));
-    blocks_ = std::thread([this] {  // 4 blocks a window, one every 250 ms
+    blocks_ = std::thread([this] {  // one block every 250 ms
       while (mining_.load()) {
         fake_.mine(1);
         std::this_thread::sleep_for(std::chrono::milliseconds(250));
       }
     });
-    w0_ = fake_.head() / 4 + 1;  // the first whole window ahead
+    w0_ = fake_.head() / kBlocksPerWindow + 1;  // the first whole window ahead
   }
   void TearDown() override {
     mining_ = false;
@@ -97,6 +103,7 @@ class InProcessNetwork : public ::testing::Test {
     vo.validator.state_dir = (dir_.path() / (name + "-state")).string();
     vo.validator.eval_batches = 2;
     vo.validator.threads = 1;
+    vo.validator.observe_interval_s = 0.1;  // slots of 1.25 s
     vo.validator.weights_every = 1;
     vo.validator.checkpoint_every = checkpoint_every;
     vo.validator.start_window = static_cast<std::int64_t>(w0_);
@@ -110,7 +117,7 @@ class InProcessNetwork : public ::testing::Test {
 
   // Runs every node from the start of w0 until each has stopped (120 s at most).
   void run() {
-    while (fake_.head() / 4 < w0_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    while (fake_.head() / kBlocksPerWindow < w0_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     std::atomic<bool> stop{false};
     std::vector<std::thread> threads;
     std::vector<Status> results(miners_.size() + 2, Status::ok());

@@ -12,7 +12,7 @@ TEST(UidResult, RoundTripsWithTheRejectionName) {
   r.uploaded = true;
   r.rejection = protocol::Rejection::kTooLate;
   r.detail = "uploaded after the slot closed";
-  r.last_modified_ms = 1234;
+  r.seen_ms = 1234;
   r.final_score = 0.25;
   auto j = to_json(r);
   EXPECT_EQ(j["reason"], "too_late");
@@ -20,7 +20,7 @@ TEST(UidResult, RoundTripsWithTheRejectionName) {
   ASSERT_TRUE(back.is_ok()) << back.status();
   EXPECT_EQ(back->rejection, protocol::Rejection::kTooLate);
   EXPECT_EQ(back->detail, r.detail);
-  EXPECT_EQ(back->last_modified_ms, 1234);
+  EXPECT_EQ(back->seen_ms, 1234);
   EXPECT_FALSE(back->eval.has_value());
   r.rejection.reset();
   r.valid = true;

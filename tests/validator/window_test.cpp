@@ -46,6 +46,16 @@ T take(Result<T> r) {
 chain::PrivateKey key_of(std::uint32_t n) { return testing::test_key(n); }
 using testing::tiny_model;
 
+// A clock the test sets: the observer's polls happen when the test says.
+class SteppedClock final : public Clock {
+ public:
+  double unix_seconds() override { return now.load(); }
+  bool sleep(std::chrono::milliseconds d, const std::atomic<bool>& stop) override {
+    return sleep_unless_stopped(d, stop);
+  }
+  std::atomic<double> now{0};
+};
+
 struct Miner {
   chain::PrivateKey key;
   std::uint16_t uid = 0;
@@ -64,6 +74,7 @@ class ValidatorInProcess : public ::testing::Test {
     o_.protocol.blocks_per_window = 2;
     o_.protocol.upload_slot_s = 10;
     o_.protocol.clock_skew_s = 1;
+    o_.protocol.reveal_s = 2;
     o_.protocol.samples_per_window = kSamples;
     o_.chain.netuid = fake_.netuid();
     o_.validator.data_dir = (dir_.path() / "data").string();
@@ -124,12 +135,45 @@ class ValidatorInProcess : public ::testing::Test {
     return p;
   }
 
-  // Puts bytes at the window's gradient key, the file dated `at` (Unix seconds).
+  // The validator's observer, played by the test: every key of windows
+  // 0..15 of every miner, polled whenever the test says (observe(at)).
+  Observer& observer() {
+    if (!observer_) {
+      ObserverOptions oo;
+      oo.interval_s = 0.5;
+      oo.max_latency_s = 5;  // the stepped clock does not move during a poll
+      observer_ = std::make_unique<Observer>(oo, clock_);
+    }
+    return *observer_;
+  }
+  void observe(double at) {
+    EXPECT_GE(at, clock_->now.load()) << "observations go forward in time";
+    clock_->now = at;
+    std::vector<Watched> stores;
+    for (const auto& m : miners_) stores.push_back(Watched{m.uid, m.store});
+    observer().watch(0, 15, std::move(stores));
+    observer().poll_round();
+  }
+
+  // Commits to `bytes` at time `at` (Unix seconds) as this validator's
+  // observer sees it (absent at at - 0.5, there at `at`), and reveals them
+  // at once. Both files are dated a day earlier: a store's dates prove nothing.
   void put_gradient(const Miner& m, std::uint64_t w, const Bytes& bytes, double at) {
+    commit(m, w, chain::keccak256(bytes), at);
+    reveal(m, w, bytes);
+  }
+  void commit(const Miner& m, std::uint64_t w, const chain::Hash32& hash, double at) {
+    observe(std::max(clock_->now.load(), at - 0.5));  // a read before: it was not there yet
+    ASSERT_TRUE(m.store->put(keys::commitment(w), ByteSpan(hash.data(), hash.size())).is_ok());
+    back_date(m.root / keys::commitment(w), 24);
+    observe(at);
+  }
+  void reveal(const Miner& m, std::uint64_t w, const Bytes& bytes) {
     ASSERT_TRUE(m.store->put(keys::gradient(w), bytes).is_ok());
-    const auto tp = std::chrono::file_clock::from_sys(std::chrono::system_clock::time_point(
-        std::chrono::duration_cast<std::chrono::system_clock::duration>(std::chrono::duration<double>(at))));
-    fs::last_write_time(m.root / keys::gradient(w), tp);
+    back_date(m.root / keys::gradient(w), 24);
+  }
+  static void back_date(const fs::path& file, int hours) {
+    fs::last_write_time(file, std::chrono::file_clock::now() - std::chrono::hours(hours));
   }
 
   void upload(const Miner& m, std::uint64_t w, const packet::Packet& p, double at,
@@ -195,6 +239,8 @@ class ValidatorInProcess : public ::testing::Test {
   chain::PrivateKey validator_key_ = key_of(1000);
   std::uint16_t validator_uid_ = 0;
   std::deque<Miner> miners_;
+  std::shared_ptr<SteppedClock> clock_ = std::make_shared<SteppedClock>();
+  std::unique_ptr<Observer> observer_;
 };
 
 TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
@@ -202,13 +248,13 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
   mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
   const double start = slot_start_of(w);
   const double in_slot = start + 2;
+  // In the order this validator sees them.
+  Miner& early = add_miner();
+  upload(early, w, honest_packet(early, w, 0.01f, 3), start - 5);
   Miner& honest = add_miner();
   upload(honest, w, honest_packet(honest, w, 0.01f, 1), in_slot);
   Miner& missing = add_miner();
   Miner& late = add_miner();
-  upload(late, w, honest_packet(late, w, 0.01f, 2), start + o_.protocol.upload_slot_s + 5);
-  Miner& early = add_miner();
-  upload(early, w, honest_packet(early, w, 0.01f, 3), start - 5);
   Miner& garbage = add_miner();
   put_gradient(garbage, w, Bytes(300, 0x42), in_slot);
   Miner& wrong_signer = add_miner();
@@ -247,11 +293,9 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
     upload(overflow, w, bad, in_slot);
   }
   Miner& uncommitted = add_miner(false);
-  Miner& copier = add_miner();
-  auto copied = honest_packet(copier, w, 0.01f, 1);  // honest's payload
-  upload(copier, w, copied, in_slot + 1);
   Miner& replayer = add_miner();
   upload(replayer, w, honest_packet(replayer, w, 0.01f, 42), in_slot);
+  upload(late, w, honest_packet(late, w, 0.01f, 2), start + o_.protocol.upload_slot_s + 5);
   const chain::PrivateKey other_validator = key_of(2000);
   fake_.add_neuron(other_validator, 10, true);  // a validator: never gathered as a miner
 
@@ -259,15 +303,15 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
   WindowContext cx = context(*p);
   auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
   std::map<std::uint16_t, std::uint64_t> cooldown;
-  auto uploads = gather(w, *mg, cooldown, cx);
+  auto uploads = gather(w, *mg, cooldown, observer(), cx);
   ASSERT_TRUE(uploads.is_ok()) << uploads.status();
   std::map<std::uint16_t, const Upload*> by;
   for (const auto& u : *uploads) by[u.uid] = &u;
   EXPECT_EQ(by.size(), miners_.size());  // every miner, no validator
   EXPECT_FALSE(by.count(validator_uid_));
   // The replayer's update was last window's: mark_copies is told so.
-  std::map<chain::Hash32, std::uint16_t> previous{{by.at(replayer.uid)->content, 77}};
-  mark_copies(*uploads, previous, o_.validator.copy_overlap);
+  std::vector<Remembered> history{Remembered{w - 1, 77, by.at(replayer.uid)->sketch}};
+  mark_copies(*uploads, history, {o_.validator.copy_overlap, o_.validator.copy_cosine});
 
   auto reason = [&](const Miner& m) { return by.at(m.uid)->rejection; };
   EXPECT_TRUE(by.at(honest.uid)->valid()) << by.at(honest.uid)->detail;
@@ -284,13 +328,73 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
   EXPECT_EQ(reason(uncommitted), Rejection::kUnreachable);
   EXPECT_EQ(reason(oversized), Rejection::kBadPacket);
   EXPECT_THAT(by.at(oversized.uid)->detail, ::testing::HasSubstr("this model's packets are"));
-  EXPECT_EQ(reason(copier), Rejection::kCopy);
-  EXPECT_THAT(by.at(copier.uid)->detail, ::testing::HasSubstr("uid " + std::to_string(honest.uid)));
   EXPECT_EQ(reason(replayer), Rejection::kReplay);
   for (const auto& u : *uploads) {
     if (u.rejection) {
       EXPECT_FALSE(u.detail.empty()) << protocol::name(*u.rejection);
     }
+  }
+}
+
+// A rational copier takes an honest peer's packet, re-signs it, and has its
+// own store claim it was there first (files dated two days early). But a
+// packet is revealed only after the slot has closed, against a commitment
+// read during the slot: a copy committed after the reveal is late, a
+// commitment made blind does not match the copy, and the store's dates play
+// no part. The original is never flagged. Two uids that commit to the same
+// update share a source: both are copies.
+TEST_F(ValidatorInProcess, ACopyOfARevealedPacketIsLateWhateverItsStoreClaims) {
+  const std::uint64_t w = 3;
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+  Miner& honest = add_miner();
+  Miner& after = add_miner();   // commits to its copy once the original is revealed
+  Miner& blind = add_miner();   // commits in the slot to something, reveals a copy
+  Miner& twin_a = add_miner();  // two uids, one update
+  Miner& twin_b = add_miner();
+  const double start = slot_start_of(w);
+  const double closed = start + o_.protocol.upload_slot_s + o_.protocol.clock_skew_s;
+  const auto copy_of_honest = [&](const Miner& m) {
+    return *chain::seal_packet(honest_packet(m, w, 0.01f, 1), m.key);  // the honest payload, its own header
+  };
+  const Bytes original = *chain::seal_packet(honest_packet(honest, w, 0.01f, 1), honest.key);
+  commit(honest, w, chain::keccak256(original), start + 1);
+  chain::Hash32 guess;
+  guess.fill(0x5a);
+  commit(blind, w, guess, start + 2);
+  const Bytes twin_update = *chain::seal_packet(honest_packet(twin_a, w, 0.01f, 9), twin_a.key);
+  commit(twin_a, w, chain::keccak256(twin_update), start + 3);
+  const Bytes twin_copy = [&] {
+    auto p = honest_packet(twin_b, w, 0.01f, 9);
+    return *chain::seal_packet(p, twin_b.key);
+  }();
+  commit(twin_b, w, chain::keccak256(twin_copy), start + 3);
+  observe(closed + 0.5);  // the slot has closed: packets are revealed
+  reveal(honest, w, original);
+  reveal(twin_a, w, twin_update);
+  reveal(twin_b, w, twin_copy);
+  const Bytes late_copy = copy_of_honest(after);
+  put_gradient(after, w, late_copy, closed + 1);
+  reveal(blind, w, copy_of_honest(blind));
+  back_date(after.root / keys::commitment(w), 48);
+  back_date(blind.root / keys::gradient(w), 48);
+
+  auto p = parts();
+  WindowContext cx = context(*p);
+  auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
+  std::map<std::uint16_t, std::uint64_t> cooldown;
+  auto uploads = gather(w, *mg, cooldown, observer(), cx);
+  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
+  mark_copies(*uploads, {}, {o_.validator.copy_overlap, o_.validator.copy_cosine});
+  std::map<std::uint16_t, const Upload*> by;
+  for (const auto& u : *uploads) by[u.uid] = &u;
+  EXPECT_TRUE(by.at(honest.uid)->valid()) << by.at(honest.uid)->detail;
+  EXPECT_EQ(by.at(after.uid)->rejection, Rejection::kTooLate);
+  EXPECT_THAT(by.at(after.uid)->detail, ::testing::HasSubstr("after the slot ended"));
+  EXPECT_EQ(by.at(blind.uid)->rejection, Rejection::kTooLate);
+  EXPECT_THAT(by.at(blind.uid)->detail, ::testing::HasSubstr("not the packet committed"));
+  for (const Miner* m : {&twin_a, &twin_b}) {
+    EXPECT_EQ(by.at(m->uid)->rejection, Rejection::kCopy) << by.at(m->uid)->detail;
+    EXPECT_THAT(by.at(m->uid)->detail, ::testing::HasSubstr("shared source"));
   }
 }
 
@@ -319,7 +423,7 @@ TEST_F(ValidatorInProcess, ASilentStoreCoolsDownInsteadOfCostingEveryWindow) {
   WindowContext cx = context(*p);
   auto mg = *fake_.as(validator_key_)->metagraph(fake_.netuid());
   std::map<std::uint16_t, std::uint64_t> cooldown;
-  auto first = gather(2, mg, cooldown, cx);
+  auto first = gather(2, mg, cooldown, observer(), cx);
   ASSERT_TRUE(first.is_ok());
   EXPECT_TRUE((*first)[0].valid());
   EXPECT_EQ((*first)[1].rejection, Rejection::kUnreachable);
@@ -328,7 +432,7 @@ TEST_F(ValidatorInProcess, ASilentStoreCoolsDownInsteadOfCostingEveryWindow) {
   EXPECT_GT(errors, 0);
   EXPECT_EQ(cooldown[silent.uid], 2 + 1 + kPeerCooldownWindows);
   for (std::uint64_t w : {3, 4, 5}) {  // not contacted while it cools down; the honest miner is unaffected
-    auto later = gather(w, mg, cooldown, cx);
+    auto later = gather(w, mg, cooldown, observer(), cx);
     ASSERT_TRUE(later.is_ok());
     EXPECT_TRUE((*later)[0].valid()) << w;
     EXPECT_EQ((*later)[1].rejection, Rejection::kUnreachable);
@@ -375,35 +479,84 @@ Upload valid_upload(std::uint16_t uid, std::int64_t at_ms, std::uint8_t content,
   Upload u;
   u.uid = uid;
   u.uploaded = true;
-  u.last_modified_ms = at_ms;
+  u.seen_at = static_cast<double>(at_ms) / 1000;  // seen in (at - 0.1 s, at]
+  u.absent_at = u.seen_at - 0.1;
   u.content.fill(content);
   u.tensors = std::move(t);
+  u.sketch = sketch_of(u.tensors);
   return u;
 }
 
-TEST(MarkCopies, TheLaterOfTwoEqualUpdatesIsTheCopy) {
+TEST(MarkCopies, EqualUpdatesInOneWindowAreAllCopies) {
   std::vector<float> x(4096);
   for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i));
   std::vector<float> y(4096);
   for (std::size_t i = 0; i < y.size(); ++i) y[i] = std::cos(static_cast<float>(i * 7));
+  std::vector<float> z(4096);
+  for (std::size_t i = 0; i < z.size(); ++i) z[i] = std::sin(static_cast<float>(i * 13) + 0.5f);
   const std::vector<std::int64_t> shape{64, 64};
   auto cx = *kernels::compress(x, shape, 1);
   auto cy = *kernels::compress(y, shape, 1);
-  std::vector<Upload> u{valid_upload(5, 2000, 1, {cx}), valid_upload(3, 1000, 2, {cx}),   // same indices as 3's
-                        valid_upload(9, 1500, 3, {cy}), valid_upload(4, 3000, 3, {cy})};  // same payload as 9's
+  auto cz = *kernels::compress(z, shape, 1);
+  // Packets are private until the slot closes: equal updates in one window
+  // share a source, whoever's commitment came first.
+  std::vector<Upload> u{valid_upload(5, 2000, 1, {cx}), valid_upload(3, 1000, 2, {cx}),  // same indices as 3's
+                        valid_upload(9, 1500, 3, {cy}), valid_upload(4, 3000, 3, {cy}),  // same payload as 9's
+                        valid_upload(2, 1000, 4, {cz})};                                 // its own
   u.push_back(valid_upload(6, 500, 8, {cy}));
   u.back().reject(Rejection::kTooEarly, "x");  // invalid ones are neither copies nor originals
-  mark_copies(u, {}, 0.5);
-  EXPECT_TRUE(u[1].valid());  // 3 was first
+  mark_copies(u, {}, {0.5, 0.3});
   EXPECT_EQ(u[0].rejection, Rejection::kCopy);
   EXPECT_THAT(u[0].detail, ::testing::HasSubstr("uid 3"));
-  EXPECT_TRUE(u[2].valid());
+  EXPECT_EQ(u[1].rejection, Rejection::kCopy);
+  EXPECT_THAT(u[1].detail, ::testing::HasSubstr("uid 5"));
+  EXPECT_EQ(u[2].rejection, Rejection::kCopy);
   EXPECT_EQ(u[3].rejection, Rejection::kCopy);
-  EXPECT_EQ(u[4].rejection, Rejection::kTooEarly);
-  // A repeat of last window's update is a replay, whoever uploads it first.
-  std::vector<Upload> again{valid_upload(3, 1000, 2, {cx})};
-  mark_copies(again, {{again[0].content, 5}}, 0.5);
+  EXPECT_TRUE(u[4].valid());
+  EXPECT_EQ(u[5].rejection, Rejection::kTooEarly);
+  // A repeat of last window's update is a replay, and only the replay is rejected.
+  std::vector<Upload> again{valid_upload(3, 1000, 2, {cx}), valid_upload(2, 1000, 4, {cz})};
+  mark_copies(again, {Remembered{4, 5, again[0].sketch}}, {0.5, 0.3});
   EXPECT_EQ(again[0].rejection, Rejection::kReplay);
+  EXPECT_THAT(again[0].detail, ::testing::HasSubstr("uid 5's update of window 4"));
+  EXPECT_TRUE(again[1].valid());
+  // An update whose values are an aggregate's, rescaled: a replay of the aggregate.
+  std::vector<float> x3 = x;
+  for (float& v : x3) v *= -3;
+  std::vector<Upload> aggregate{valid_upload(7, 1000, 9, {*kernels::compress(x3, shape, 1)})};
+  mark_copies(aggregate, {Remembered{4, std::nullopt, again[0].sketch}}, {0.5, 0.3});
+  EXPECT_EQ(aggregate[0].rejection, Rejection::kReplay);
+  EXPECT_THAT(aggregate[0].detail, ::testing::HasSubstr("the aggregate applied after window 4"));
+}
+
+// The history of sketches is kept in RocksDB: pruned to history_windows,
+// and the same after a restart.
+TEST_F(ValidatorInProcess, TheSimilarityHistorySurvivesARestartAndIsPruned) {
+  auto p = parts();
+  std::vector<Remembered> history;
+  for (std::uint64_t w = 0; w < 6; ++w) {
+    std::vector<float> x(4096);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::sin(static_cast<float>(i * (w + 1)));
+    std::vector<Upload> uploads{valid_upload(3, 0, 1, {*kernels::compress(x, std::vector<std::int64_t>{64, 64}, 1)})};
+    const Sketch aggregate = uploads[0].sketch;
+    ASSERT_TRUE(remember(w, uploads, &aggregate, 3, history, *p->db).is_ok());
+  }
+  ASSERT_EQ(history.size(), 6u);  // windows 3, 4, 5: an upload and an aggregate each
+  for (const auto& r : history) EXPECT_GE(r.window, 3u);
+  auto restored = restore_history(*p->db);
+  ASSERT_TRUE(restored.is_ok()) << restored.status();
+  ASSERT_EQ(restored->size(), history.size());
+  std::sort(history.begin(), history.end(), [](const Remembered& a, const Remembered& b) {
+    return std::pair(a.window, a.uid) < std::pair(b.window, b.uid);
+  });
+  std::sort(restored->begin(), restored->end(), [](const Remembered& a, const Remembered& b) {
+    return std::pair(a.window, a.uid) < std::pair(b.window, b.uid);
+  });
+  for (std::size_t i = 0; i < history.size(); ++i) {
+    EXPECT_EQ((*restored)[i].window, history[i].window);
+    EXPECT_EQ((*restored)[i].uid, history[i].uid);
+    EXPECT_EQ((*restored)[i].sketch.buckets, history[i].sketch.buckets);
+  }
 }
 
 TEST_F(ValidatorInProcess, TheLeadFixesItsSetOnceFromTheValidUploads) {
@@ -455,7 +608,7 @@ TEST_F(ValidatorInProcess, AWithdrawnPacketDoesNotStopTheSet) {
     st.scores[m->uid].evaluations = 1;
     st.scores[m->uid].evidence = 1;
   }
-  auto uploads = gather(w, *mg, st.cooldown_until, cx);
+  auto uploads = gather(w, *mg, st.cooldown_until, observer(), cx);
   ASSERT_TRUE(uploads.is_ok());
   auto set = fix_aggregation_set(w, *uploads, st, cx);
   ASSERT_TRUE(set.is_ok()) << set.status();
@@ -560,7 +713,7 @@ TEST_F(ValidatorInProcess, NodeRunsWindowsAndRestoresAfterARestart) {
   {
     auto node = ValidatorNode::create(o_, validator_key_, io());
     ASSERT_TRUE(node.is_ok()) << node.status();
-    ASSERT_TRUE((*node)->run(stop).is_ok());
+    ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
     EXPECT_EQ((*node)->model_window(), 2u);
     auto last = (*node)->state().last_committed_window();
     ASSERT_TRUE(last.is_ok());
@@ -605,7 +758,7 @@ TEST_F(ValidatorInProcess, NodeRunsWindowsAndRestoresAfterARestart) {
   {
     auto node = ValidatorNode::create(o_, validator_key_, io());
     ASSERT_TRUE(node.is_ok()) << node.status();
-    ASSERT_TRUE((*node)->run(stop).is_ok());
+    ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
     EXPECT_EQ((*node)->model_window(), 2u);
   }
   auto second = files::read_file(model, 1 << 30);
@@ -641,7 +794,7 @@ TEST_F(ValidatorInProcess, ANewOwnerOfAUidDoesNotInheritItsScore) {
   {
     auto node = ValidatorNode::create(o_, validator_key_, io());
     ASSERT_TRUE(node.is_ok()) << node.status();
-    ASSERT_TRUE((*node)->run(stop).is_ok());
+    ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
     EXPECT_EQ(rating_of(**node, a.uid).evaluations, 2u);
   }
   const chain::PrivateKey newcomer = key_of(4242);
@@ -650,7 +803,7 @@ TEST_F(ValidatorInProcess, ANewOwnerOfAUidDoesNotInheritItsScore) {
   o_.validator.end_window = 3;
   auto node = ValidatorNode::create(o_, validator_key_, io());
   ASSERT_TRUE(node.is_ok()) << node.status();
-  ASSERT_TRUE((*node)->run(stop).is_ok());
+  ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
   const MinerScore fresh = rating_of(**node, a.uid);
   EXPECT_EQ(fresh.evaluations, 0u);
   EXPECT_DOUBLE_EQ(fresh.rating.mu, Rating{}.mu);
@@ -700,7 +853,7 @@ TEST_F(ValidatorInProcess, SyncNeedsTheSignedDigestOfTheValidatorsModel) {
 
   auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
   std::map<std::uint16_t, std::uint64_t> cooldown;
-  auto uploads = gather(w, *mg, cooldown, cx);
+  auto uploads = gather(w, *mg, cooldown, observer(), cx);
   ASSERT_TRUE(uploads.is_ok()) << uploads.status();
   std::vector<Evaluation> evaluations;
   for (const auto& u : *uploads) {

@@ -275,6 +275,7 @@ state_dir = "{}/validator-state"
 eval_per_window = 20
 weights_every = 2
 threads = 1
+observe_interval_s = 0.25
 [api]
 port = {}
 )",

@@ -3,6 +3,7 @@
 #include <random>
 
 #include "crucible/chain/evm_chain.h"
+#include "crucible/chain/keccak.h"
 #include "crucible/chain/packet_signing.h"
 #include "crucible/common/dataset.h"
 #include "crucible/common/log.h"
@@ -83,8 +84,12 @@ Status Adversary::upload(std::uint64_t w) {
   CRUCIBLE_ASSIGN_OR_RETURN(auto idx, st.dataset->assignment(o_.uid, w, o_.protocol.samples_per_window, L));
   p.sample_digest = st.dataset->digest(idx, L);
   if (o_.kind == "copy") {
-    // The honest miner's packet, as soon as it appears in the slot.
-    for (int i = 0; i < 40 && !stop_.load(); ++i) {
+    // Packets are revealed only after the slot: commit to a guess now, and
+    // re-sign the honest miner's packet as soon as it appears.
+    chain::Hash32 guess;
+    guess.fill(static_cast<std::uint8_t>(w));
+    CRUCIBLE_RETURN_IF_ERROR(st.store->put(keys::commitment(w), ByteSpan(guess.data(), guess.size())));
+    for (int i = 0; i < 100 && !stop_.load(); ++i) {
       auto g = st.honest->get(keys::gradient(w), 1ull << 30);
       if (g.is_ok()) {
         CRUCIBLE_ASSIGN_OR_RETURN(auto opened, chain::open_packet(g->data));
@@ -107,7 +112,12 @@ Status Adversary::upload(std::uint64_t w) {
       p.tensors.push_back(std::move(t));
     }
   }
+  const bool copy = o_.kind == "copy";
   CRUCIBLE_ASSIGN_OR_RETURN(Bytes sealed, chain::seal_packet(std::move(p), o_.key));
+  if (!copy) {
+    const chain::Hash32 c = chain::keccak256(sealed);
+    CRUCIBLE_RETURN_IF_ERROR(st.store->put(keys::commitment(w), ByteSpan(c.data(), c.size())));
+  }
   return st.store->put(keys::gradient(w), sealed);
 }
 

@@ -1,35 +1,113 @@
-// Copies and replays (protocol.md §6). Pure: uploads in, rejections marked.
+// Copies and replays (protocol.md §6). Packets stay private until their
+// slot has closed (commit, then reveal), so two uploads of the same update
+// in one window cannot be an honest original and a later copy: the copy
+// would have had to be committed before anyone could see the original.
+// They share a source, and both are copies. An update like one of the last
+// history_windows windows' updates or applied aggregates is a replay, whoever
+// uploaded the first. "Like" is judged on the decoded values, through
+// sketches (similarity.h), and on the exact payload and index sets.
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
+#include "crucible/common/log.h"
 #include "crucible/validator/window.h"
 
 namespace crucible::validator {
 
-void mark_copies(std::vector<Upload>& uploads, const std::map<chain::Hash32, std::uint16_t>& previous,
-                 double copy_overlap) {
+namespace {
+
+std::string what(const Remembered& r) {
+  return r.uid ? fmt::format("uid {}'s update of window {}", *r.uid, r.window)
+               : fmt::format("the aggregate applied after window {}", r.window);
+}
+
+std::string key_of(std::uint64_t w, std::optional<std::uint16_t> uid) {
+  return uid ? fmt::format("{:020}/{:05}", w, *uid) : fmt::format("{:020}/aggregate", w);
+}
+
+}  // namespace
+
+void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& history, const SameUpdate& same) {
   std::vector<Upload*> valid;
-  for (auto& u : uploads)
-    if (u.valid()) valid.push_back(&u);
-  std::sort(valid.begin(), valid.end(), [](const Upload* a, const Upload* b) {
-    return a->last_modified_ms != b->last_modified_ms ? a->last_modified_ms < b->last_modified_ms : a->uid < b->uid;
-  });
-  for (std::size_t i = 0; i < valid.size(); ++i) {
-    if (auto it = previous.find(valid[i]->content); it != previous.end()) {
-      valid[i]->reject(protocol::Rejection::kReplay,
-                       fmt::format("replay of uid {}'s update from the previous window", it->second));
+  for (auto& u : uploads) {
+    if (!u.valid()) continue;
+    const Remembered* closest = nullptr;
+    double best = 0;
+    for (const auto& r : history) {
+      const double c = std::abs(cosine(u.sketch, r.sketch));
+      if (c > best) best = c, closest = &r;
+    }
+    if (closest) log::debug("similarity to history", {{"uid", u.uid}, {"cosine", best}, {"to", what(*closest)}});
+    if (closest && best >= same.copy_cosine) {
+      u.reject(protocol::Rejection::kReplay, fmt::format("like {} (|cosine| {:.3f})", what(*closest), best));
       continue;
     }
-    for (std::size_t j = 0; j < i; ++j) {
-      if (!valid[j]->valid()) continue;
-      if (valid[j]->content == valid[i]->content ||
-          index_overlap(valid[i]->tensors, valid[j]->tensors) >= copy_overlap) {
-        valid[i]->reject(protocol::Rejection::kCopy, fmt::format("copy of uid {}'s update", valid[j]->uid));
-        break;
-      }
+    valid.push_back(&u);
+  }
+  std::map<Upload*, std::pair<std::uint16_t, double>> copies;  // -> a uid with the same update, |cosine|
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    for (std::size_t j = i + 1; j < valid.size(); ++j) {
+      const Upload& a = *valid[i];
+      const Upload& b = *valid[j];
+      const double c = std::abs(cosine(a.sketch, b.sketch));
+      log::debug("similarity in the window", {{"uid", a.uid}, {"other", b.uid}, {"cosine", c}});
+      if (a.content != b.content && c < same.copy_cosine && index_overlap(a.tensors, b.tensors) < same.copy_overlap)
+        continue;
+      copies.emplace(valid[i], std::pair(b.uid, c));
+      copies.emplace(valid[j], std::pair(a.uid, c));
     }
   }
+  for (auto& [u, other] : copies) {
+    u->reject(protocol::Rejection::kCopy,
+              fmt::format("the same update as uid {}'s (|cosine| {:.3f}), committed before either was revealed: "
+                          "a shared source",
+                          other.first, other.second));
+  }
+}
+
+Status remember(std::uint64_t w, const std::vector<Upload>& uploads, const Sketch* aggregate,
+                std::uint32_t history_windows, std::vector<Remembered>& history, storage::StateStore& db) {
+  storage::StateStore::Batch b;
+  auto add = [&](std::optional<std::uint16_t> uid, const Sketch& s) {
+    if (s.empty()) return;
+    history.push_back(Remembered{w, uid, s});
+    const Bytes bytes = encode_sketch(s);
+    b.put(storage::Family::kSketches, key_of(w, uid), bytes);
+  };
+  for (const auto& u : uploads) add(u.uid, u.sketch);
+  if (aggregate) add(std::nullopt, *aggregate);
+  const std::uint64_t first = w + 1 >= history_windows ? w + 1 - history_windows : 0;
+  std::erase_if(history, [&](const Remembered& r) {
+    if (r.window >= first) return false;
+    b.remove(storage::Family::kSketches, key_of(r.window, r.uid));
+    return true;
+  });
+  return db.commit(std::move(b));
+}
+
+Result<std::vector<Remembered>> restore_history(storage::StateStore& db) {
+  CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db.scan(storage::Family::kSketches, ""));
+  std::vector<Remembered> out;
+  for (const auto& [k, v] : rows) {
+    // "{window:020}/{uid:05}" or "{window:020}/aggregate"
+    if (k.size() < 22 || k[20] != '/') continue;
+    Remembered r;
+    if (std::from_chars(k.data(), k.data() + 20, r.window).ec != std::errc()) continue;
+    const std::string who = k.substr(21);
+    if (who != "aggregate") {
+      std::uint16_t uid = 0;
+      if (std::from_chars(who.data(), who.data() + who.size(), uid).ec != std::errc()) continue;
+      r.uid = uid;
+    }
+    auto s = decode_sketch(v);
+    if (!s.is_ok()) return s.status().with_context("sketch " + k);
+    r.sketch = std::move(*s);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 }  // namespace crucible::validator

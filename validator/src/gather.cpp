@@ -2,6 +2,7 @@
 // order that costs least first: present, in the slot, downloadable, a
 // signed packet, by the uid's hotkey, for this uid and window, on the
 // uid's assigned data, fitting the model. Each failure is a Rejection.
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -62,12 +63,59 @@ void check_packet(Upload& u, const chain::Hash32& hotkey, std::uint64_t w, const
   u.content = content_of(p);
   u.model_digest = p.model_digest;
   u.tensors = std::move(*tensors);
+  u.sketch = sketch_of(u.tensors);
+}
+
+// Timing from what this validator saw (observer.h), never from what the
+// store says: the packet downloaded must be one whose commitment this
+// validator read. The commitment appeared in (absent_at, seen_at]: when
+// both ends fall in the same part of the slot, that is its timing; when
+// they do not, a narrow interval (the reads were regular) is judged by
+// seen_at, the skew absorbing the rest, and a wide one (the validator was
+// not reading: started or restarted late) establishes nothing.
+bool judge_timing(Upload& u, const chain::Hash32& packet_hash, const Observation& seen,
+                  const protocol::UploadSlot& slot, double narrow_s) {
+  const auto& s = seen.sightings;
+  auto it = std::find_if(s.begin(), s.end(), [&](const Sighting& x) { return x.object == packet_hash; });
+  if (it == s.end()) {
+    const bool looked_after = seen.last_poll && *seen.last_poll > slot.end_s() + slot.skew_s;
+    if (!s.empty() || looked_after) {
+      u.reject(Rejection::kTooLate,
+               s.empty() ? "no commitment to this packet during the slot" : "not the packet committed during the slot");
+    } else {
+      u.reject(Rejection::kNotObserved, "this validator did not read a commitment during the slot");
+    }
+    return false;
+  }
+  protocol::SlotTiming timing = slot.classify(it->seen_at);
+  if (slot.classify(it->absent_at) != timing && it->seen_at - it->absent_at > narrow_s) {
+    u.reject(Rejection::kNotObserved,
+             "its commitment was already there at this validator's first read: when it appeared is not "
+             "established");
+    return false;
+  }
+  switch (timing) {
+    case protocol::SlotTiming::kEarly:
+      u.reject(Rejection::kTooEarly,
+               fmt::format("committed {:.1f} s before the slot opened", slot.start_s - it->seen_at));
+      return false;
+    case protocol::SlotTiming::kLate:
+      u.reject(Rejection::kTooLate,
+               fmt::format("commitment first seen {:.1f} s after the slot ended", it->seen_at - slot.end_s()));
+      return false;
+    case protocol::SlotTiming::kInside:
+      break;
+  }
+  u.absent_at = it->absent_at;
+  u.seen_at = it->seen_at;
+  return true;
 }
 
 }  // namespace
 
 Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_t w, const protocol::UploadSlot& slot,
-                    std::uint64_t packet_bytes, storage::ObjectStore& peer, WindowContext& cx) {
+                    std::uint64_t packet_bytes, const Observation& seen, storage::ObjectStore& peer,
+                    WindowContext& cx) {
   Upload u;
   u.uid = who;
   auto head = peer.head(keys::gradient(w));
@@ -81,17 +129,6 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
     return u;
   }
   u.uploaded = true;
-  u.last_modified_ms = head->last_modified_ms;
-  switch (slot.classify(static_cast<double>(head->last_modified_ms) / 1000.0)) {
-    case protocol::SlotTiming::kEarly:
-      u.reject(Rejection::kTooEarly, "uploaded before the slot opened");
-      return u;
-    case protocol::SlotTiming::kLate:
-      u.reject(Rejection::kTooLate, "uploaded after the slot closed");
-      return u;
-    case protocol::SlotTiming::kInside:
-      break;
-  }
   // The size follows from the model: anything else is refused before a byte is downloaded.
   if (head->size != packet_bytes) {
     u.reject(Rejection::kBadPacket,
@@ -105,6 +142,9 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
     return u;
   }
   u.bytes = fetched->data.size();
+  // Reads are observe_interval_s apart and each takes at most observe_max_latency_s.
+  const double narrow_s = 2 * cx.o.validator.observe_interval_s + cx.o.validator.observe_max_latency_s;
+  if (!judge_timing(u, chain::keccak256(fetched->data), seen, slot, narrow_s)) return u;
   packet::Limits limits;
   limits.max_packet_bytes = packet_bytes;
   auto opened = chain::open_packet(fetched->data, limits);
@@ -141,7 +181,8 @@ std::vector<Upload> run_bounded(std::size_t n, std::size_t parallel, std::chrono
 }  // namespace
 
 Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
-                                   std::map<std::uint16_t, std::uint64_t>& cooldown_until, WindowContext& cx) {
+                                   std::map<std::uint16_t, std::uint64_t>& cooldown_until, const Observer& observer,
+                                   WindowContext& cx) {
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<std::int64_t>(cx.o.validator.gather_deadline_s * 1000));
   auto header = retry_transient("block header", cx.stop, [&] { return cx.chain().block(cx.clock.slot_block(w)); });
@@ -174,7 +215,9 @@ Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
   auto checked = run_bounded(
       work.size(), std::max<std::size_t>(1, cx.o.validator.fetch_parallelism), deadline,
       [&](std::size_t j) {
-        return check_upload(work[j].first->uid, work[j].first->hotkey, w, slot, packet_bytes, *work[j].second, cx);
+        const std::uint16_t uid = work[j].first->uid;
+        return check_upload(uid, work[j].first->hotkey, w, slot, packet_bytes, observer.observed(uid, w),
+                            *work[j].second, cx);
       },
       [&](std::size_t j) {
         Upload u;

@@ -18,6 +18,9 @@ namespace fs = std::filesystem;
 namespace keys = protocol::keys;
 
 constexpr const char* kFirstWindowKey = "first_window";
+// Windows before the one under way whose keys are still observed: slots
+// that end in a later window than their own (short windows) stay covered.
+constexpr std::uint64_t kObservedBacklog = 3;
 
 struct ValidatorNode::Impl {
   ValidatorNodeOptions o;
@@ -70,6 +73,21 @@ struct ValidatorNode::Impl {
     b.put(storage::Family::kMeta, kFirstWindowKey, as_bytes(text));
     CRUCIBLE_RETURN_IF_ERROR(db->commit(std::move(b)));
     return w;
+  }
+
+  // The observer polls the keys of windows [first, current]: from the next
+  // window to process (at most kObservedBacklog back) to the window under
+  // way, whose key is polled before its slot opens.
+  Status watch(Observer& observer, std::uint64_t first, std::uint64_t current) {
+    auto mg = io.chain->metagraph(o.chain.netuid);
+    if (!mg.is_ok()) return mg.status();
+    std::vector<Watched> stores;
+    for (const auto& n : mg->neurons) {
+      if (n.uid == uid || n.validator_permit) continue;
+      if (auto s = peers->store_of(n.uid); s.is_ok()) stores.push_back(Watched{n.uid, *s});
+    }
+    observer.watch(first, current, std::move(stores));
+    return Status::ok();
   }
 
   Status restore_scores();
@@ -191,10 +209,11 @@ storage::StateStore& ValidatorNode::state() { return *impl_->db; }
 std::uint16_t ValidatorNode::uid() const { return impl_->uid; }
 std::optional<std::uint64_t> ValidatorNode::model_window() const { return impl_->st.model.window; }
 
-Status ValidatorNode::run(const std::atomic<bool>& stop) {
+Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observed) {
   Impl& m = *impl_;
   WindowContext cx = m.context(stop);
   CRUCIBLE_RETURN_IF_ERROR(m.restore_scores());
+  CRUCIBLE_ASSIGN_OR_RETURN(m.st.history, restore_history(*m.db));
   const std::shared_ptr<storage::ObjectStore> sets = m.sets_store();
   CRUCIBLE_RETURN_IF_ERROR(m.restore_model(*sets));
   CRUCIBLE_RETURN_IF_ERROR(m.replay_sets(*sets, cx));
@@ -203,6 +222,14 @@ Status ValidatorNode::run(const std::atomic<bool>& stop) {
   bool started = last.has_value();
   std::uint64_t next = last ? *last + 1 : 0;
   std::uint32_t done = 0;
+  ObserverOptions oo;
+  oo.interval_s = m.o.validator.observe_interval_s;
+  oo.max_latency_s = m.o.validator.observe_max_latency_s;
+  oo.parallelism = std::min<std::uint32_t>(m.o.validator.fetch_parallelism, 16);
+  Observer own(oo, m.io.clock);
+  if (!observed) own.start();
+  const Observer& observer = observed ? *observed : own;
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> watched;  // the windows the observer was last told
   while (!stop.load()) {
     auto head = retry_transient("block number", stop, [&] { return m.io.chain->block_number(); });
     if (!head.is_ok()) {
@@ -212,6 +239,15 @@ Status ValidatorNode::run(const std::atomic<bool>& stop) {
       continue;
     }
     const std::uint64_t current = m.clock.window_of(*head);
+    const std::uint64_t first_watched =
+        std::min(std::max(next, current - std::min(current, kObservedBacklog)), current);
+    if (!observed && watched != std::pair(first_watched, current)) {
+      if (Status s = m.watch(own, first_watched, current); s.is_ok()) {
+        watched = std::pair(first_watched, current);
+      } else {
+        log::warn("observer: cannot read the metagraph; retrying", {{"error", s.to_string()}});
+      }
+    }
     if (!started) {  // a fresh validator starts with the window under way, or where configured
       CRUCIBLE_ASSIGN_OR_RETURN(next, m.first_window(current));
       started = true;
@@ -220,18 +256,19 @@ Status ValidatorNode::run(const std::atomic<bool>& stop) {
       log::info("done: end_window reached", {{"window", next}});
       break;
     }
-    // Window w is processed once its upload slot (in w+1) has closed.
+    // Window w is processed once its upload slot (in w+1) has closed and
+    // the packets committed in it have been revealed.
     if (next >= current) {
       m.io.clock->sleep(2 * kPoll, stop);
       continue;
     }
     auto header = retry_transient("block header", stop, [&] { return m.io.chain->block(m.clock.slot_block(next)); });
     if (!header.is_ok()) continue;
-    if (!m.clock.slot(header->timestamp).closed(m.io.clock->unix_seconds())) {
+    if (!m.clock.slot(header->timestamp).revealed(m.io.clock->unix_seconds())) {
       m.io.clock->sleep(kPoll, stop);
       continue;
     }
-    CRUCIBLE_RETURN_IF_ERROR(process_window(next, m.st, cx));
+    CRUCIBLE_RETURN_IF_ERROR(process_window(next, m.st, observer, cx));
     ++next;
     if (m.o.validator.max_windows != 0 && ++done >= m.o.validator.max_windows) break;
   }

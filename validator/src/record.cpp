@@ -27,7 +27,7 @@ std::vector<UidResult> window_results(const std::vector<Upload>& uploads, const 
     r.uploaded = u.uploaded;
     r.rejection = u.rejection;
     r.detail = u.detail;
-    if (u.uploaded) r.last_modified_ms = u.last_modified_ms;
+    if (u.uploaded && u.seen_at > 0) r.seen_ms = static_cast<std::int64_t>(u.seen_at * 1000);
     if (auto it = by_uid.find(u.uid); it != by_uid.end() && it->second->valid) {
       const Evaluation& e = *it->second;
       auto behind = input.steps_behind.find(u.uid);

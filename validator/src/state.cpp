@@ -128,7 +128,7 @@ json to_json(const UidResult& r) {
     j["reason"] = protocol::name(*r.rejection);
     j["detail"] = r.detail;
   }
-  if (r.last_modified_ms) j["last_modified_ms"] = *r.last_modified_ms;
+  if (r.seen_ms) j["seen_ms"] = *r.seen_ms;
   if (r.eval) {
     const EvalResult& e = *r.eval;
     j["loss_before_own"] = e.loss_before_own;
@@ -154,7 +154,7 @@ Result<UidResult> uid_result_from_json(const json& j) {
     if (!r.rejection) return data_loss("window result: unknown reason '{}'", *reason);
     r.detail = rd.opt<std::string>("detail").value_or("");
   }
-  r.last_modified_ms = rd.opt<std::int64_t>("last_modified_ms");
+  r.seen_ms = rd.opt<std::int64_t>("seen_ms");
   if (rd.has("gradient_score")) {
     EvalResult e;
     e.loss_before_own = rd.get<double>("loss_before_own");

@@ -18,6 +18,14 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
   s.add_int("validator.weights_every", &o.weights_every, "Windows between weight posts.", 1, 1'000'000);
   s.add_int("validator.checkpoint_every", &o.checkpoint_every, "Windows between the lead's checkpoints.", 1, 1'000'000);
   s.add_double("validator.copy_overlap", &o.copy_overlap, "Mean top-k index overlap that counts as a copy.", 0, 1);
+  s.add_double("validator.copy_cosine", &o.copy_cosine,
+               "Absolute cosine of two updates' decoded values (estimated from sketches) at which they count as the "
+               "same update: a copy within a window, a replay across windows.",
+               0, 1);
+  s.add_int("validator.history_windows", &o.history_windows,
+            "Windows of uploads and applied aggregates (sketches kept in RocksDB) that every new update is compared "
+            "with for replays.",
+            1, 10'000);
   s.add_int("validator.fetch_parallelism", &o.fetch_parallelism,
             "Peers checked at once (at least the number of miners, so that one deadline bounds the gather).", 1, 256);
   s.add_double("validator.fetch_deadline_s", &o.fetch_deadline_s,
@@ -31,6 +39,14 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
             0, 1'000'000);
   s.add_double("validator.gather_deadline_s", &o.gather_deadline_s,
                "No peer's check starts after this many seconds of a window's gather.", 0.1, 3600);
+  s.add_double("validator.observe_interval_s", &o.observe_interval_s,
+               "Seconds between two polls of a miner's key around its upload slot: when this validator first saw "
+               "an update decides its timing and which of two equal updates came first.",
+               0.01, 60);
+  s.add_double("validator.observe_max_latency_s", &o.observe_max_latency_s,
+               "A poll (HEAD and download) that takes longer than this proves nothing about time; keep it above "
+               "the time a packet takes to download.",
+               0.01, 600);
   s.add_string("validator.device", &o.device, "Where to evaluate.", {"cpu", "cuda"});
   s.add_int("validator.threads", &o.threads, "Compute threads (0 = all cores).", 0, 1024);
   s.add_int("validator.start_window", &o.start_window,

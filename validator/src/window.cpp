@@ -26,16 +26,17 @@ void forget_previous_owners(const chain::Metagraph& mg, ValidatorState& st) {
 
 }  // namespace
 
-Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
+Status process_window(std::uint64_t w, ValidatorState& st, const Observer& observer, WindowContext& cx) {
   const auto t0 = std::chrono::steady_clock::now();
   auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
   if (!mg.is_ok()) return mg.status();
   forget_previous_owners(*mg, st);
-  CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads, gather(w, *mg, st.cooldown_until, cx));  // gather.cpp
-  mark_copies(uploads, st.previous_contents, cx.o.validator.copy_overlap);                        // copies.cpp
-  CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));                          // evaluate.cpp
-  ev.input.steps_behind = sync(w, ev.input.evaluations, uploads, st.model, cx);                   // sync.cpp
-  score_window(st.scores, ev.input, cx.o.protocol.scoring);                                       // gauntlet.cpp
+  CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads,
+                            gather(w, *mg, st.cooldown_until, observer, cx));                   // gather.cpp
+  mark_copies(uploads, st.history, {cx.o.validator.copy_overlap, cx.o.validator.copy_cosine});  // copies.cpp
+  CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));                        // evaluate.cpp
+  ev.input.steps_behind = sync(w, ev.input.evaluations, uploads, st.model, cx);                 // sync.cpp
+  score_window(st.scores, ev.input, cx.o.protocol.scoring);                                     // gauntlet.cpp
   std::optional<PublishedSet> set;  // aggregation.cpp: admission uses this window's evidence
   if (protocol::lead_validator(*mg) == cx.uid) {
     CRUCIBLE_ASSIGN_OR_RETURN(set, fix_aggregation_set(w, uploads, st, cx));
@@ -48,10 +49,11 @@ Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx) {
   for (const auto& u : uploads) ev.summary.bytes_received += u.bytes;
   const auto results = window_results(uploads, ev.input, st.scores);
   CRUCIBLE_RETURN_IF_ERROR(record_window(w, results, ev.summary, st.scores, cx.db));  // record.cpp
-  st.previous_contents.clear();
-  for (const auto& u : uploads)
-    if (u.valid()) st.previous_contents[u.content] = u.uid;
-  CRUCIBLE_RETURN_IF_ERROR(advance_model(w, *mg, set, st, cx));  // aggregation.cpp
+  CRUCIBLE_RETURN_IF_ERROR(advance_model(w, *mg, set, st, cx));                       // aggregation.cpp
+  std::optional<Sketch> aggregate;
+  if (st.model.window == w && !st.model.last_aggregate.empty()) aggregate = sketch_of(st.model.last_aggregate);
+  CRUCIBLE_RETURN_IF_ERROR(
+      remember(w, uploads, aggregate ? &*aggregate : nullptr, cx.o.validator.history_windows, st.history, cx.db));
   CRUCIBLE_ASSIGN_OR_RETURN(ProgressRecord progress, measure_progress(w, ev.summary.bytes_received, st, cx));
   CRUCIBLE_RETURN_IF_ERROR(record_progress(progress, cx.db));
   if (Status s = maybe_post_weights(w, st, cx); !s.is_ok()) {  // weights.cpp

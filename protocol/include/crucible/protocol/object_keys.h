@@ -15,6 +15,10 @@ namespace crucible::protocol::keys {
 
 inline std::string prefix() { return fmt::format("v{}/", kVersion); }
 inline std::string gradient(std::uint64_t window) { return fmt::format("v{}/gradient/{}.crg", kVersion, window); }
+// The miner's commitment to its packet, put during the slot: the Keccak-256
+// of the sealed packet, 32 bytes. The packet follows after the slot closes.
+inline std::string commitment(std::uint64_t window) { return fmt::format("v{}/commitment/{}.bin", kVersion, window); }
+inline constexpr std::uint64_t kCommitmentBytes = 32;
 inline std::string fingerprint(std::uint64_t window) {
   return fmt::format("v{}/fingerprint/{}.json", kVersion, window);
 }

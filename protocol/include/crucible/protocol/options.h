@@ -33,6 +33,7 @@ struct Options {
   std::uint32_t blocks_per_window = 100;  // window = block / blocks_per_window
   double upload_slot_s = 70.0;            // upload slot after the start of window w+1
   double clock_skew_s = 5.0;              // allowed skew when checking an upload's time
+  double reveal_s = 60.0;                 // after the slot closes: committed packets are uploaded by then
   std::uint32_t samples_per_window = 64;  // samples assigned to each uid per window (§2)
   double outer_lr = 0.7;                  // alpha of the outer step: theta <- theta - alpha * aggregate (§3)
   std::uint64_t init_seed = 1;            // seed of the genesis model (docs/protocol.md §3)

@@ -26,13 +26,14 @@ enum class Rejection {
   kReplay,            // the same update as one of an earlier window
   kNonFinite,         // applying it makes the loss NaN or infinite
   kEvaluationFailed,  // evaluating or decoding it failed
+  kNotObserved,       // when it appeared cannot be established (not seen in the slot, or with an equal update)
 };
 
 inline constexpr std::array kAllRejections = {
     Rejection::kMissing,         Rejection::kUnreachable,      Rejection::kTooEarly,    Rejection::kTooLate,
     Rejection::kDownloadFailed,  Rejection::kBadPacket,        Rejection::kWrongSigner, Rejection::kWrongHeader,
     Rejection::kNotAssignedData, Rejection::kWrongShape,       Rejection::kCopy,        Rejection::kReplay,
-    Rejection::kNonFinite,       Rejection::kEvaluationFailed,
+    Rejection::kNonFinite,       Rejection::kEvaluationFailed, Rejection::kNotObserved,
 };
 
 // Stable snake_case names: "missing", "too_late", "not_assigned_data", ...
@@ -40,8 +41,8 @@ std::string_view name(Rejection r) noexcept;
 std::optional<Rejection> rejection_from_name(std::string_view name) noexcept;
 
 // True when the uid put something up in time that is not a valid update:
-// such uploads rank last in the window (an absent or mistimed one is only
-// counted as missing).
+// such uploads rank last in the window (an absent, mistimed or unordered
+// one is only counted as missing).
 bool ranks_last(Rejection r) noexcept;
 
 }  // namespace crucible::protocol

@@ -17,6 +17,7 @@ struct UploadSlot {
   double start_s = 0;  // Unix seconds: timestamp of the first block of window w+1
   double length_s = 0;
   double skew_s = 0;
+  double reveal_s = 0;
 
   double end_s() const { return start_s + length_s; }
   // Where time t (Unix seconds, as observed) falls, skew allowed on both sides.
@@ -26,12 +27,18 @@ struct UploadSlot {
   bool open_for_upload(double t) const { return t <= end_s(); }
   // Every upload a skewed clock could call in time has had its chance.
   bool closed(double t) const { return t >= end_s() + skew_s; }
+  // Packets committed in the slot have been uploaded (revealed): gather may start.
+  double reveal_end_s() const { return end_s() + skew_s + reveal_s; }
+  bool revealed(double t) const { return t >= reveal_end_s(); }
 };
 
 class WindowClock {
  public:
   explicit WindowClock(const Options& o)
-      : blocks_per_window_(o.blocks_per_window), slot_s_(o.upload_slot_s), skew_s_(o.clock_skew_s) {}
+      : blocks_per_window_(o.blocks_per_window),
+        slot_s_(o.upload_slot_s),
+        skew_s_(o.clock_skew_s),
+        reveal_s_(o.reveal_s) {}
 
   std::uint32_t blocks_per_window() const { return blocks_per_window_; }
   std::uint64_t window_of(std::uint64_t block) const { return block / blocks_per_window_; }
@@ -40,7 +47,7 @@ class WindowClock {
   std::uint64_t slot_block(std::uint64_t window) const { return first_block(window + 1); }
   // Window w's slot, given the timestamp of slot_block(w).
   UploadSlot slot(std::uint64_t slot_block_timestamp) const {
-    return {static_cast<double>(slot_block_timestamp), slot_s_, skew_s_};
+    return {static_cast<double>(slot_block_timestamp), slot_s_, skew_s_, reveal_s_};
   }
   // Blocks still to come before window w ends, seen from block `head`.
   std::uint64_t blocks_left(std::uint64_t window, std::uint64_t head) const {
@@ -52,6 +59,7 @@ class WindowClock {
   std::uint32_t blocks_per_window_;
   double slot_s_;
   double skew_s_;
+  double reveal_s_;
 };
 
 }  // namespace crucible::protocol

@@ -30,6 +30,7 @@ enum class Family : std::uint8_t {
   kWeightsLog,
   kPacketCache,
   kMeta,
+  kSketches,  // the validator's similarity history (validator/similarity.h)
   kCount_,
 };
 std::string_view family_name(Family f) noexcept;

@@ -34,6 +34,8 @@ struct ValidatorNodeOptions {
   ApiOptions api;
 };
 
+class Observer;
+
 class ValidatorNode {
  public:
   // Opens the data, the model and the RocksDB state, finds the key's uid on
@@ -42,8 +44,11 @@ class ValidatorNode {
                                                        const chain::PrivateKey& key, protocol::NodeIo io);
   ~ValidatorNode();
   // Restores (scores, model, sets published while it was down), then runs
-  // windows until *stop, end_window, max_windows or a fatal error.
-  Status run(const std::atomic<bool>& stop);
+  // windows until *stop, end_window, max_windows or a fatal error. Timing
+  // evidence comes from an observer of its own (observer.h), polling on a
+  // thread while it runs; `observed`, when given, replaces it (tests that
+  // play past slots through an Observer on a clock of their own).
+  Status run(const std::atomic<bool>& stop, const Observer* observed = nullptr);
   storage::StateStore& state();  // for the read-only API
   std::uint16_t uid() const;
   std::optional<std::uint64_t> model_window() const;  // last aggregate in the model

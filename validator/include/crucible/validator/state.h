@@ -53,7 +53,7 @@ struct UidResult {
   bool uploaded = false;
   std::optional<protocol::Rejection> rejection;
   std::string detail;
-  std::optional<std::int64_t> last_modified_ms;
+  std::optional<std::int64_t> seen_ms;
   std::optional<EvalResult> eval;
   double final_score = 0;
 };

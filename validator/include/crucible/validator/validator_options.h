@@ -20,9 +20,13 @@ struct ValidatorOptions {
   std::uint32_t weights_every = 2;       // windows between weight posts
   std::uint32_t checkpoint_every = 5;    // windows between the lead's checkpoints
   double copy_overlap = 0.5;             // mean top-k index overlap that counts as a copy
+  double copy_cosine = 0.3;              // |cosine| of decoded values that counts as the same update
+  std::uint32_t history_windows = 8;     // windows of updates and aggregates a new update is compared with
   std::uint32_t fetch_parallelism = 64;  // peers checked at once (>= the miners: one deadline for all)
   double fetch_deadline_s = 30.0;        // every call on a peer's store, retries included
   double gather_deadline_s = 60.0;       // no peer is started after this; each ends by fetch_deadline_s
+  double observe_interval_s = 1.0;       // between two polls of a miner's key during its slot (timing evidence)
+  double observe_max_latency_s = 5.0;    // a poll (HEAD and download) slower than this proves no time
   std::string device = "cpu";            // "cpu" or "cuda"
   int threads = 0;                       // 0 = all cores
   std::uint32_t max_windows = 0;         // stop after this many windows (0 = run until stopped)

@@ -25,6 +25,8 @@
 #include "crucible/storage/state_store.h"
 #include "crucible/validator/gauntlet.h"
 #include "crucible/validator/node.h"
+#include "crucible/validator/observer.h"
+#include "crucible/validator/similarity.h"
 #include "crucible/validator/state.h"
 
 namespace crucible::validator {
@@ -32,6 +34,7 @@ namespace crucible::validator {
 // Seeds: the window mixed into the private seed, and the "uid that does
 // not exist" whose assignment is the window's random data (protocol.md §2, §6).
 inline constexpr std::uint64_t kWindowSeedMixer = 0x9E3779B97F4A7C15ull;
+inline constexpr std::uint64_t kOwnDataSalt = 0x6f776e2d64617461ull;  // "own-data": the own samples' draw
 inline constexpr std::uint16_t kRandomPoolUidBase = 60000;
 inline constexpr std::uint16_t kRandomPoolUidSpan = 5000;
 inline constexpr auto kPoll = std::chrono::milliseconds(250);
@@ -42,11 +45,13 @@ struct Upload {
   std::optional<protocol::Rejection> rejection;
   std::string detail;     // for people: what exactly was wrong
   bool uploaded = false;  // an object was there (valid or not)
-  std::int64_t last_modified_ms = 0;
+  double absent_at = 0;   // when this validator saw this version appear: after absent_at (Unix s)...
+  double seen_at = 0;     // ...and by seen_at (observer.h)
   chain::Hash32 digest{};
   chain::Hash32 content{};       // Keccak of the tensors' payloads: the same update signed by anyone
   chain::Hash32 model_digest{};  // the packet's signed claim of the model it trained on (§7)
   std::vector<kernels::CompressedTensor> tensors;
+  Sketch sketch;            // of the decoded values (similarity.h)
   Bytes packet;             // the sealed packet as downloaded (the lead keeps copies of its set's)
   bool timed_out = false;   // the store did not answer in time (the uid cools down)
   std::uint64_t bytes = 0;  // bytes downloaded
@@ -70,12 +75,19 @@ struct ModelState {
 // silent store must not cost the fetch deadline every window.
 inline constexpr std::uint64_t kPeerCooldownWindows = 3;
 
+// An update or an applied aggregate of an earlier window, as a sketch.
+struct Remembered {
+  std::uint64_t window = 0;
+  std::optional<std::uint16_t> uid;  // nullopt: the aggregate applied after that window
+  Sketch sketch;
+};
+
 // Carried from window to window (and rebuilt by restore()).
 struct ValidatorState {
   std::map<std::uint16_t, MinerScore> scores;
   ModelState model;
-  std::map<chain::Hash32, std::uint16_t> previous_contents;  // last window's valid updates (replays)
-  std::map<std::uint16_t, std::uint64_t> cooldown_until;     // uid -> first window it is contacted again
+  std::vector<Remembered> history;  // the last history_windows windows' updates and aggregates (replays)
+  std::map<std::uint16_t, std::uint64_t> cooldown_until;  // uid -> first window it is contacted again
 };
 
 struct WindowContext {
@@ -98,18 +110,30 @@ struct WindowContext {
 // Peers are checked fetch_parallelism at a time; none is started after
 // gather_deadline_s, each call ends by fetch_deadline_s, and a uid whose
 // store timed out is skipped for kPeerCooldownWindows (`cooldown_until`).
+// Timing comes from `observer` (what this validator saw during the slot).
 Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
-                                   std::map<std::uint16_t, std::uint64_t>& cooldown_until, WindowContext& cx);
-// One uid: HEAD (present, in the slot, exactly `packet_bytes` long), then
-// GET, open, and the packet's own claims.
+                                   std::map<std::uint16_t, std::uint64_t>& cooldown_until, const Observer& observer,
+                                   WindowContext& cx);
+// One uid: HEAD (present, exactly `packet_bytes` long), GET, the version's
+// timing by `seen` (seen in the slot), then the packet's own claims.
 Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_t w, const protocol::UploadSlot& slot,
-                    std::uint64_t packet_bytes, storage::ObjectStore& peer, WindowContext& cx);
+                    std::uint64_t packet_bytes, const Observation& seen, storage::ObjectStore& peer, WindowContext& cx);
 
-// copies.cpp (pure): the later of two uploads of the same update (same
-// payload, or top-k index overlap >= copy_overlap) is a copy; a repeat of
-// one of the previous window's updates is a replay.
-void mark_copies(std::vector<Upload>& uploads, const std::map<chain::Hash32, std::uint16_t>& previous,
-                 double copy_overlap);
+// copies.cpp (pure): an update like one of `history` (|cosine| >=
+// copy_cosine) is a replay; two uploads of the same update in the window
+// (same payload, top-k index overlap >= copy_overlap, or |cosine| >=
+// copy_cosine) are both copies.
+struct SameUpdate {
+  double copy_overlap = 0.5;
+  double copy_cosine = 0.3;
+};
+void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& history, const SameUpdate& same);
+// After w: its uploads' sketches and (when one was applied) its aggregate's
+// join the history, in RocksDB too; windows before w - history_windows + 1 go.
+Status remember(std::uint64_t w, const std::vector<Upload>& uploads, const Sketch* aggregate,
+                std::uint32_t history_windows, std::vector<Remembered>& history, storage::StateStore& db);
+// At start: the history kept in RocksDB.
+Result<std::vector<Remembered>> restore_history(storage::StateStore& db);
 
 // aggregation.cpp: once w is scored, the lead fixes its set (admitted uids
 // only, validator::admitted), or reads the one it already published; it
@@ -166,7 +190,7 @@ Status complete_progress(std::uint64_t last, const ValidatorState& st, WindowCon
 // weights.cpp: every weights_every windows, logged so a restart never posts twice.
 Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx);
 
-// window.cpp: the steps in order.
-Status process_window(std::uint64_t w, ValidatorState& st, WindowContext& cx);
+// window.cpp: the steps in order; `observer` is what this validator saw of w's slot.
+Status process_window(std::uint64_t w, ValidatorState& st, const Observer& observer, WindowContext& cx);
 
 }  // namespace crucible::validator

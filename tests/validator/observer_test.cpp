@@ -1,0 +1,166 @@
+// The observer (validator/observer.h): the intervals in which each value of
+// a commitment appeared, by the validator's clock; what a store claims plays
+// no part. LocalStores on disk, a clock the test moves.
+#include "crucible/validator/observer.h"
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "crucible/common/retry.h"
+#include "crucible/protocol/object_keys.h"
+#include "crucible/storage/fault_store.h"
+#include "crucible/storage/local_store.h"
+#include "support/temp_dir.h"
+
+namespace crucible::validator {
+namespace {
+
+namespace keys = protocol::keys;
+
+// Reads `now`; each read then moves it on by `step` (a poll takes time).
+class TestClock final : public Clock {
+ public:
+  double unix_seconds() override {
+    std::lock_guard lk(mu);
+    const double t = now;
+    now += step;
+    return t;
+  }
+  bool sleep(std::chrono::milliseconds d, const std::atomic<bool>& stop) override {
+    return sleep_unless_stopped(d, stop);
+  }
+  void set(double t, double s = 0) {
+    std::lock_guard lk(mu);
+    now = t;
+    step = s;
+  }
+  std::mutex mu;
+  double now = 0, step = 0;
+};
+
+chain::Hash32 value(std::uint8_t fill) {
+  chain::Hash32 h;
+  h.fill(fill);
+  return h;
+}
+
+class ObserverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto s = storage::LocalStore::open(dir_.path() / "miner");
+    ASSERT_TRUE(s.is_ok()) << s.status();
+    store_ = std::move(*s);
+  }
+  Observer make(ObserverOptions o = {}) { return Observer(o, clock_); }
+  void poll_at(Observer& ob, double t, double step = 0) {
+    clock_->set(t, step);
+    ob.poll_round();
+  }
+  void put(std::uint64_t w, std::uint8_t fill, std::size_t n = 32) {
+    ASSERT_TRUE(store_->put(keys::commitment(w), Bytes(n, fill)).is_ok());
+  }
+
+  testing::TempDir dir_;
+  std::shared_ptr<storage::ObjectStore> store_;
+  std::shared_ptr<TestClock> clock_ = std::make_shared<TestClock>();
+};
+
+TEST_F(ObserverTest, EachVersionGetsTheIntervalInWhichItAppeared) {
+  Observer ob = make();
+  ob.watch(4, 5, {Watched{7, store_}});
+  poll_at(ob, 100);  // nothing yet
+  put(4, 1);
+  poll_at(ob, 101);
+  poll_at(ob, 102);  // the same version: nothing new
+  put(4, 2);         // replaced
+  poll_at(ob, 103);
+  put(4, 1);  // the first bytes again: already known, keeps its first sighting
+  poll_at(ob, 104);
+  const Observation seen = ob.observed(7, 4);
+  ASSERT_EQ(seen.sightings.size(), 2u);
+  EXPECT_EQ(seen.sightings[0].object, value(1));
+  EXPECT_EQ(seen.sightings[0].absent_at, 100);
+  EXPECT_EQ(seen.sightings[0].seen_at, 101);
+  EXPECT_EQ(seen.sightings[1].object, value(2));
+  EXPECT_EQ(seen.sightings[1].absent_at, 102);
+  EXPECT_EQ(seen.sightings[1].seen_at, 103);
+  EXPECT_EQ(seen.first_poll, 100);
+  EXPECT_EQ(seen.last_poll, 104);
+  EXPECT_TRUE(ob.observed(7, 5).sightings.empty());  // window 5's key: polled, never there
+  EXPECT_EQ(ob.observed(7, 5).last_poll, 104);
+  EXPECT_FALSE(ob.observed(8, 4).first_poll);  // a uid not watched
+  // Forgetting: windows before the new first are dropped.
+  ob.watch(5, 6, {Watched{7, store_}});
+  EXPECT_TRUE(ob.observed(7, 4).sightings.empty());
+}
+
+TEST_F(ObserverTest, AnObjectThereAtTheFirstPollHasNoLowerBound) {
+  Observer ob = make();
+  put(3, 9);
+  ob.watch(3, 3, {Watched{1, store_}});
+  poll_at(ob, 50);
+  const auto s = ob.observed(1, 3).sightings;
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_TRUE(std::isinf(s[0].absent_at) && s[0].absent_at < 0);
+  EXPECT_EQ(s[0].seen_at, 50);
+}
+
+TEST_F(ObserverTest, OtherSizesAreNoCommitmentAndSlowPollsProveNothing) {
+  ObserverOptions o;
+  o.max_latency_s = 1;
+  Observer ob = make(o);
+  ob.watch(0, 0, {Watched{2, store_}});
+  poll_at(ob, 10);
+  put(0, 5, 1000);  // not 32 bytes: read as nothing (and never more than 32 bytes read)
+  poll_at(ob, 11);
+  EXPECT_TRUE(ob.observed(2, 0).sightings.empty());
+  put(0, 6);
+  poll_at(ob, 12, 2.0);  // every clock read moves 2 s on: the poll took longer than max_latency_s
+  EXPECT_TRUE(ob.observed(2, 0).sightings.empty());
+  poll_at(ob, 20);  // a prompt poll: seen, and it appeared after the poll before the slow one
+  const auto s = ob.observed(2, 0).sightings;
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].absent_at, 11);
+  EXPECT_EQ(s[0].seen_at, 20);
+}
+
+TEST_F(ObserverTest, AStoreThatFailsIsNotAskedAgainThatWindow) {
+  storage::FaultOptions f;
+  f.error_rate = 1.0;
+  storage::RetryPolicy once;
+  once.max_attempts = 1;
+  auto failing = std::make_shared<storage::FaultInjectingStore>(store_, f, once);
+  Observer ob = make();
+  ob.watch(0, 0, {Watched{3, failing}, Watched{4, store_}});
+  put(0, 1);
+  poll_at(ob, 1);
+  const int errors = failing->counts().errors;
+  EXPECT_GT(errors, 0);
+  EXPECT_TRUE(ob.observed(3, 0).gave_up);
+  poll_at(ob, 2);
+  poll_at(ob, 3);
+  EXPECT_EQ(failing->counts().errors, errors);
+  EXPECT_EQ(ob.observed(4, 0).sightings.size(), 1u);  // the other store is unaffected
+}
+
+TEST_F(ObserverTest, ItsThreadPollsOnItsOwn) {
+  ObserverOptions o;
+  o.interval_s = 0.05;
+  Observer ob(o, system_clock());
+  ob.watch(0, 0, {Watched{1, store_}});
+  ob.start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  const double before = unix_seconds();
+  put(0, 3);
+  for (int i = 0; i < 100 && ob.observed(1, 0).sightings.empty(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const auto s = ob.observed(1, 0).sightings;
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_LE(s[0].absent_at, s[0].seen_at);
+  EXPECT_GE(s[0].seen_at, before);
+  EXPECT_GT(s[0].absent_at, before - 1);  // polled before it appeared: a finite lower bound
+}
+
+}  // namespace
+}  // namespace crucible::validator

@@ -1,0 +1,153 @@
+// The observer (observer.h): read each watched commitment every interval
+// and record when each value was first seen. Everything a store serves may
+// be a lie; the only facts kept are this validator's own clock readings
+// around polls that answered.
+#include "crucible/validator/observer.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "crucible/common/log.h"
+#include "crucible/protocol/object_keys.h"
+
+namespace crucible::validator {
+
+Observer::Observer(ObserverOptions options, std::shared_ptr<Clock> clock) : o_(options), clock_(std::move(clock)) {}
+
+Observer::~Observer() {
+  stop_ = true;
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void Observer::watch(std::uint64_t first, std::uint64_t last, std::vector<Watched> stores) {
+  std::lock_guard lk(mu_);
+  first_ = first;
+  last_ = last;
+  watching_ = true;
+  stores_.clear();
+  for (auto& s : stores)
+    if (s.store) stores_[s.uid] = std::move(s.store);
+  std::erase_if(entries_, [&](const auto& kv) { return kv.first.window < first; });
+  for (const auto& [uid, store] : stores_)
+    for (std::uint64_t w = first; w <= last; ++w) entries_.try_emplace(Key{uid, w});
+  cv_.notify_all();
+}
+
+void Observer::start() {
+  for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, o_.parallelism); ++i)
+    threads_.emplace_back([this] { loop(); });
+}
+
+std::vector<std::pair<Observer::Key, std::shared_ptr<storage::ObjectStore>>> Observer::due(double now, bool all) {
+  // Caller holds mu_. The most overdue key first (never polled before any).
+  std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> out;
+  if (!watching_) return out;
+  for (auto& [key, e] : entries_) {
+    auto s = stores_.find(key.uid);
+    if (s == stores_.end() || key.window < first_ || key.window > last_ || e.in_flight || e.seen.gave_up) continue;
+    if (!all && e.last_start && now - *e.last_start < o_.interval_s) continue;
+    out.emplace_back(key, s->second);
+  }
+  if (!all && out.size() > 1) {
+    auto overdue = std::min_element(out.begin(), out.end(), [&](const auto& a, const auto& b) {
+      const auto& ea = entries_.at(a.first).last_start;
+      const auto& eb = entries_.at(b.first).last_start;
+      return (ea ? *ea : -1.0) < (eb ? *eb : -1.0);
+    });
+    out = {*overdue};
+  }
+  for (const auto& [key, store] : out) {
+    entries_.at(key).in_flight = true;
+    entries_.at(key).last_start = now;
+  }
+  return out;
+}
+
+void Observer::loop() {
+  while (!stop_.load()) {
+    std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> next;
+    {
+      std::unique_lock lk(mu_);
+      next = due(clock_->unix_seconds(), false);
+      if (next.empty()) {
+        cv_.wait_for(lk, std::chrono::milliseconds(20));
+        continue;
+      }
+    }
+    poll(next[0].first, next[0].second);
+  }
+}
+
+void Observer::poll_round() {
+  std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> all;
+  {
+    std::lock_guard lk(mu_);
+    all = due(clock_->unix_seconds(), true);
+  }
+  for (const auto& [key, store] : all) poll(key, store);
+}
+
+void Observer::poll(const Key& key, const std::shared_ptr<storage::ObjectStore>& store) {
+  const double start = clock_->unix_seconds();
+  auto got = store->get(protocol::keys::commitment(key.window), protocol::keys::kCommitmentBytes);
+  const double end = clock_->unix_seconds();
+  std::optional<chain::Hash32> shown;
+  Status error = Status::ok();
+  if (got.is_ok() && got->data.size() == protocol::keys::kCommitmentBytes) {
+    shown.emplace();
+    std::copy(got->data.begin(), got->data.end(), shown->begin());
+  } else if (!got.is_ok() && got.status().code() != StatusCode::kNotFound &&
+             got.status().code() != StatusCode::kResourceExhausted) {
+    error = got.status();  // an object of another size is no commitment: read as nothing
+  }
+  std::lock_guard lk(mu_);
+  auto it = entries_.find(key);
+  if (it == entries_.end()) return;
+  Entry& e = it->second;
+  e.in_flight = false;
+  if (!error.is_ok()) {
+    // A store that does not answer is not asked again this window: a silent
+    // peer costs one deadline, not one per interval.
+    e.seen.gave_up = true;
+    log::warn("observer: a store did not answer; its commitment is not read again this window",
+              {{"uid", key.uid}, {"window", key.window}, {"error", error.to_string()}});
+    return;
+  }
+  if (!e.seen.first_poll) e.seen.first_poll = start;
+  const bool fast = end - start <= o_.max_latency_s;
+  if (fast) e.seen.last_poll = start;
+  if (shown != e.shown) {  // a change: the new value appeared after the previous answered poll began
+    e.absent_mark = e.previous_start;
+    e.shown = shown;
+    e.recorded = false;
+  }
+  e.previous_start = start;
+  if (shown && fast && !e.recorded) {
+    auto& s = e.seen.sightings;
+    const bool known = std::any_of(s.begin(), s.end(), [&](const Sighting& x) { return x.object == *shown; });
+    if (!known && s.size() < o_.max_versions) s.push_back(Sighting{*shown, e.absent_mark, end});
+    e.recorded = true;
+  }
+}
+
+Observation Observer::observed(std::uint16_t uid, std::uint64_t window) const {
+  std::lock_guard lk(mu_);
+  auto it = entries_.find(Key{uid, window});
+  return it == entries_.end() ? Observation{} : it->second.seen;
+}
+
+std::optional<std::pair<double, double>> Observer::coverage(std::uint64_t window) const {
+  std::lock_guard lk(mu_);
+  std::optional<std::pair<double, double>> out;
+  for (const auto& [key, e] : entries_) {
+    if (key.window != window || !e.seen.first_poll || !e.seen.last_poll) continue;
+    if (!out) out = {*e.seen.first_poll, *e.seen.last_poll};
+    out->first = std::min(out->first, *e.seen.first_poll);
+    out->second = std::max(out->second, *e.seen.last_poll);
+  }
+  return out;
+}
+
+}  // namespace crucible::validator
