@@ -116,7 +116,7 @@ rpc_url = "{}"
 peer_file_urls = true
 {}
 )",
-                                                      kBlocksPerWindow, kUploadSlotS, kClockSkewS, kSamples,
+                                                      blocks_per_window_, kUploadSlotS, kClockSkewS, kSamples,
                                                       chain_->url(), storage_extra));
   }
 
@@ -177,16 +177,16 @@ max_windows = {}
   std::unique_ptr<testing::Child> start_validator(const std::string& name = "validator", const std::string& extra = "",
                                                   std::optional<chain::PrivateKey> key_in = std::nullopt) {
     api_port_ = free_port();
-    std::string toml = dir_.write(
-        name + ".toml",
-        fmt::format(R"(
+    std::string toml =
+        dir_.write(name + ".toml",
+                   fmt::format(R"(
 [storage]
 url = "file://{}"
 [validator]
 data_dir = "{}"
 state_dir = "{}"
 eval_per_window = 20
-eval_batches = 4
+eval_batches = {}
 eval_lr_factor = 1.0
 weights_every = 2
 checkpoint_every = 2
@@ -197,8 +197,9 @@ observe_interval_s = 0.25
 [api]
 port = {}
 )",
-                    (dir_.path() / (name + "-store")).string(), data_, (dir_.path() / (name + "-state")).string(),
-                    extra.empty() ? fmt::format("max_windows = {}", kValidatorWindows) : extra, api_port_));
+                               (dir_.path() / (name + "-store")).string(), data_,
+                               (dir_.path() / (name + "-state")).string(), eval_batches_,
+                               extra.empty() ? fmt::format("max_windows = {}", kValidatorWindows) : extra, api_port_));
     const fs::path key_path = dir_.path() / (name + ".key");
     std::string key = fs::exists(key_path) ? key_path.string()
                                            : testing::write_keystore(key_in.value_or(validator_key_), key_path, "pw");
@@ -353,6 +354,8 @@ port = {}
   std::string data_, network_;
   std::unique_ptr<chain::LocalChain> chain_;
   std::vector<protocol::TensorSpec> specs_;
+  std::uint32_t blocks_per_window_ = kBlocksPerWindow;  // of the network config start_network writes
+  std::uint32_t eval_batches_ = 4;                      // of the validators start_validator starts
   std::optional<data::Dataset> dataset_;
   chain::PrivateKey validator_key_ = *chain::PrivateKey::generate();
   std::uint16_t validator_uid_ = 0;

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "crucible/chain/chain_options.h"
 #include "crucible/chain/evm_chain.h"
@@ -43,7 +44,8 @@ struct DemoArgs {
   std::string model = "tiny";
   std::uint32_t blocks_per_window = 10;
   std::string out = "demo-out";
-  std::vector<std::string> bad_miners;  // noise | zero | copy, one uid each
+  std::vector<std::string> bad_miners;         // noise | zero | copy, one uid each
+  std::vector<std::string> validator_options;  // KEY=VALUE lines for [validator]
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -276,10 +278,12 @@ eval_per_window = 20
 weights_every = 2
 threads = 1
 observe_interval_s = 0.25
+{}
 [api]
 port = {}
 )",
-                                      run.string(), data.string(), run.string(), api_port);
+                                      run.string(), data.string(), run.string(),
+                                      fmt::format("{}", fmt::join(a.validator_options, "\n")), api_port);
   if (Status st = node("crucible-validator", "validator", vtoml, 1); !st.is_ok()) return fail("validator", st);
   for (int m = 0; m < a.miners; ++m) {
     const std::string name = fmt::format("miner{}", m + 1);
@@ -396,6 +400,10 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--out", args->out, "Where summary.json and progress.svg go")->capture_default_str();
   cmd->add_option("--bad-miner", args->bad_miners, "Add a bad miner: noise, zero or copy (repeatable)")
       ->check([](const std::string& kind) { return valid_adversary_kind(kind) ? "" : "noise, zero or copy"; });
+  cmd->add_option("--validator-option", args->validator_options,
+                  "A [validator] setting for the demo's validator, KEY=VALUE in TOML (repeatable), e.g. "
+                  "measure_decoy=true")
+      ->check([](const std::string& kv) { return kv.find('=') == std::string::npos ? "KEY=VALUE" : ""; });
   cmd->add_option("--blocks-per-window", args->blocks_per_window, "Blocks per window (1 s each)")
       ->capture_default_str()
       ->check(CLI::Range(4, 1000));

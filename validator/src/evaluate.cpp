@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/sampler.h"
 #include "crucible/kernels/aggregate.h"
@@ -21,6 +22,20 @@ Result<std::vector<std::int64_t>> tokens_of(std::uint16_t who, std::uint64_t w, 
   const auto L = static_cast<std::uint64_t>(cx.o.model.seq_len);
   CRUCIBLE_ASSIGN_OR_RETURN(auto idx, cx.dataset.assignment(who, w, cx.o.protocol.samples_per_window, L));
   idx.resize(std::min<std::size_t>(idx.size(), count));
+  return cx.dataset.tokens(idx, L);
+}
+
+// A uid's own samples for its evaluation: `count` of its whole assignment,
+// drawn with the validator's private seed, so that a miner cannot know
+// which of its samples will be checked (protocol.md §6).
+Result<std::vector<std::int64_t>> own_tokens_of(std::uint16_t who, std::uint64_t w, std::uint64_t count,
+                                                WindowContext& cx) {
+  const auto L = static_cast<std::uint64_t>(cx.o.model.seq_len);
+  CRUCIBLE_ASSIGN_OR_RETURN(auto idx, cx.dataset.assignment(who, w, cx.o.protocol.samples_per_window, L));
+  SplitMix64 rng(cx.private_seed ^ (w * kWindowSeedMixer) ^ (static_cast<std::uint64_t>(who) << 40) ^ kOwnDataSalt);
+  count = std::min<std::uint64_t>(count, idx.size());
+  for (std::uint64_t i = 0; i < count; ++i) std::swap(idx[i], idx[i + rng.below(idx.size() - i)]);
+  idx.resize(count);
   return cx.dataset.tokens(idx, L);
 }
 
@@ -96,7 +111,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   }
   for (std::uint16_t who : chosen) {
     if (!updates.count(who)) continue;  // failed to decode: rejected above
-    CRUCIBLE_ASSIGN_OR_RETURN(auto own, tokens_of(who, w, cx.o.validator.eval_batches, cx));
+    CRUCIBLE_ASSIGN_OR_RETURN(auto own, own_tokens_of(who, w, cx.o.validator.eval_batches, cx));
     const auto n_own = samples_in(own, cx);
     CRUCIBLE_ASSIGN_OR_RETURN(double before_own, cx.replica.loss(own, n_own));
     const double clip = norms[who] > median && norms[who] > 0 ? median / norms[who] : 1.0;
@@ -115,6 +130,24 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     } else {
       e.loss_after_own = after->first;
       e.loss_after_rand = after->second;
+      double decoy_gain = std::nan("");
+      if (cx.o.validator.measure_decoy && chosen.size() > 1) {
+        // Another evaluated uid's own samples: what this update would show
+        // had it been trained on data other than the uid's.
+        const auto at = std::find(chosen.begin(), chosen.end(), who) - chosen.begin();
+        const std::uint16_t other = chosen[static_cast<std::size_t>(at + 1) % chosen.size()];
+        CRUCIBLE_ASSIGN_OR_RETURN(auto decoy, own_tokens_of(other, w, cx.o.validator.eval_batches, cx));
+        const auto n_decoy = samples_in(decoy, cx);
+        CRUCIBLE_ASSIGN_OR_RETURN(double before_decoy, cx.replica.loss(decoy, n_decoy));
+        auto after_decoy = cx.replica.probe(updates[who], scale, decoy, n_decoy, rand_tokens, n_rand);
+        if (after_decoy.is_ok()) decoy_gain = (before_decoy - after_decoy->first) / before_decoy;
+      }
+      log::info("evaluated", {{"window", w},
+                              {"uid", who},
+                              {"own_gain", (e.loss_before_own - e.loss_after_own) / e.loss_before_own},
+                              {"random_gain", (e.loss_before_rand - e.loss_after_rand) / e.loss_before_rand},
+                              {"decoy_gain", decoy_gain},
+                              {"binary", binary_indicator(e)}});
     }
     in.evaluations.push_back(e);
   }

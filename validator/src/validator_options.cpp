@@ -58,6 +58,9 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
                "How long a validator that is not the lead waits for the lead's aggregation set.", 0, 86'400);
   s.add_secret("validator.random_seed", &o.random_seed,
                "Seed of the random-data choice; keep it private (empty: derived from the key).");
+  s.add_bool("validator.measure_decoy", &o.measure_decoy,
+             "Diagnostics: also measure each evaluated update on another evaluated uid's own samples and log it as "
+             "decoy_gain: what a miner that trained on someone else's data would show (docs/reliability.md).");
   s.add_int("validator.max_windows", &o.max_windows, "Stop after this many windows (0 = run until stopped).", 0,
             1'000'000'000);
 }

@@ -35,6 +35,7 @@ struct ValidatorOptions {
   double aggregate_wait_s = 30.0;        // a non-lead waits this long for the lead's set
   std::uint16_t burn_uid = 0;            // gets all weight when no uid has a positive score (no stale weights)
   std::string random_seed;               // seed of the random-data choice (empty: derived from the key)
+  bool measure_decoy = false;            // also measure each update on another uid's samples (the check's power)
 };
 
 struct ApiOptions {
