@@ -27,7 +27,12 @@ Status MinerNode::Impl::upload(const Trained& t, const std::atomic<bool>& stop) 
   const protocol::UploadSlot slot = clock.slot(header->timestamp);
   if (!slot.open_for_upload(io.clock->unix_seconds())) {
     metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "late"}});
-    log::warn("missed the upload slot; the update stays in error feedback", {{"window", w}});
+    const double now = io.clock->unix_seconds();
+    const double trained_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t.started).count();
+    log::warn(
+        "missed the upload slot; the update stays in error feedback. Training must end within the window: "
+        "fewer miner.inner_steps, a smaller micro_batch, or a GPU",
+        {{"window", w}, {"train_seconds", trained_s}, {"seconds_past_slot", now - slot.end_s()}});
     return Status::ok();
   }
   const chain::Hash32 commitment = chain::keccak256(t.sealed);

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <deque>
 #include <filesystem>
+#include <mutex>
 #include <random>
 #include <thread>
 
@@ -17,6 +18,7 @@
 #include "crucible/chain/packet_signing.h"
 #include "crucible/common/dataset.h"
 #include "crucible/common/file_io.h"
+#include "crucible/common/log.h"
 #include "crucible/common/retry.h"
 #include "crucible/kernels/packet_tensor.h"
 #include "crucible/protocol/fingerprint.h"
@@ -452,6 +454,35 @@ TEST_F(ValidatorInProcess, NoPositiveScoreBurnsInsteadOfLeavingOldWeights) {
   ASSERT_EQ(fake_.weights().size(), 1u);
   EXPECT_EQ(fake_.weights()[0].uids, (std::vector<std::uint16_t>{3}));
   EXPECT_EQ(fake_.weights()[0].values, (std::vector<std::uint16_t>{65535}));
+}
+
+// A validator without a permit runs, but says at start that nothing it does
+// counts, and what to do about it.
+TEST_F(ValidatorInProcess, AValidatorWithoutAPermitSaysSo) {
+  const chain::PrivateKey key = key_of(3000);
+  fake_.add_neuron(key, 5, false);
+  const protocol::WindowClock clock(o_.protocol);
+  mine_through(clock.first_block(4), 100);
+  std::vector<std::string> lines;
+  std::mutex mu;
+  log::set_sink([&](std::string_view line) {
+    std::lock_guard lk(mu);
+    lines.emplace_back(line);
+  });
+  o_.validator.end_window = 4;  // stops at once, after its first look at the chain
+  o_.validator.state_dir = (dir_.path() / "no-permit").string();
+  {
+    auto node = ValidatorNode::create(o_, key, io(fake_.as(key)));
+    ASSERT_TRUE(node.is_ok()) << node.status();
+    std::atomic<bool> stop{false};
+    ASSERT_TRUE((*node)->run(stop).is_ok());
+  }
+  log::set_sink(nullptr);
+  std::lock_guard lk(mu);
+  const auto warned = std::count_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("no validator permit") != std::string::npos && l.find("crucible chain stake") != std::string::npos;
+  });
+  EXPECT_EQ(warned, 1) << ::testing::PrintToString(lines);
 }
 
 TEST_F(ValidatorInProcess, AFreshValidatorThatStopsBeforeItsFirstCommitResumesThatWindow) {

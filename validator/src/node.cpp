@@ -21,6 +21,8 @@ constexpr const char* kFirstWindowKey = "first_window";
 // Windows before the one under way whose keys are still observed: slots
 // that end in a later window than their own (short windows) stay covered.
 constexpr std::uint64_t kObservedBacklog = 3;
+// A validator without a permit says so at start and every this many windows.
+constexpr std::uint64_t kPermitWarningEvery = 10;
 
 struct ValidatorNode::Impl {
   ValidatorNodeOptions o;
@@ -81,6 +83,7 @@ struct ValidatorNode::Impl {
   Status watch(Observer& observer, std::uint64_t first, std::uint64_t current) {
     auto mg = io.chain->metagraph(o.chain.netuid);
     if (!mg.is_ok()) return mg.status();
+    warn_without_permit(*mg, current);
     std::vector<Watched> stores;
     for (const auto& n : mg->neurons) {
       if (n.uid == uid || n.validator_permit) continue;
@@ -89,6 +92,20 @@ struct ValidatorNode::Impl {
     observer.watch(first, current, std::move(stores));
     return Status::ok();
   }
+
+  // Without a permit its weights do not count and it never leads: scores
+  // come out, but nothing it does reaches the network.
+  void warn_without_permit(const chain::Metagraph& mg, std::uint64_t current) {
+    for (const auto& n : mg.neurons)
+      if (n.uid == uid && n.validator_permit) return;
+    if (last_permit_warning && current < *last_permit_warning + kPermitWarningEvery) return;
+    last_permit_warning = current;
+    log::warn(
+        "this validator has no validator permit: its weights do not count and it never leads; its hotkey needs "
+        "stake (local chain: crucible chain stake --uid UID --amount TAO --permit)",
+        {{"uid", uid}, {"window", current}});
+  }
+  std::optional<std::uint64_t> last_permit_warning;
 
   Status restore_scores();
   Status restore_model(storage::ObjectStore& sets);
