@@ -235,15 +235,21 @@ port = {}
     ASSERT_TRUE(store.put(keys::gradient(w), packet).is_ok());
   }
 
-  // At the start of w's slot. The copier cannot see the honest packet yet:
-  // it commits to a guess now and puts its copy once the original is
-  // revealed (copy_after_reveal); the late one commits after the slot.
-  void upload_bad(BadMiner& b, std::uint64_t w, const Bytes* honest_packet, double slot_start) {
+  // A well-formed packet of small random values for b's uid and window.
+  packet::Packet small_random_packet(const BadMiner& b, std::uint64_t w) {
     packet::Packet p;
     p.window = w;
     p.uid = b.uid;
     p.sample_digest = digest_for(b.uid, w);
     p.tensors = random_update(w * 1000 + b.uid, 0.02f);
+    return p;
+  }
+
+  // At the start of w's slot. The copier cannot see the honest packet yet:
+  // it commits to a guess now and puts its copy once the original is
+  // revealed (copy_after_reveal); the late one commits after the slot.
+  void upload_bad(BadMiner& b, std::uint64_t w) {
+    packet::Packet p = small_random_packet(b, w);
     const chain::PrivateKey* signer = &b.key;
     chain::PrivateKey stranger = *chain::PrivateKey::generate();
     switch (b.kind) {
@@ -262,7 +268,6 @@ port = {}
         break;
       }
       case Bad::kCopy: {
-        (void)honest_packet;
         chain::Hash32 guess;
         guess.fill(static_cast<std::uint8_t>(w));
         ASSERT_TRUE(b.store->put(keys::commitment(w), ByteSpan(guess.data(), guess.size())).is_ok());
@@ -275,23 +280,16 @@ port = {}
         signer = &stranger;
         break;
       case Bad::kLate:
-        break;
+        return;  // late_upload, after the slot
     }
-    if (b.kind == Bad::kLate) return;  // late_upload, after the slot
     auto sealed = chain::seal_packet(p, *signer);
     ASSERT_TRUE(sealed.is_ok()) << sealed.status();
     commit_and_put(*b.store, w, *sealed);
-    (void)slot_start;
   }
 
   // Once the slot has closed: the late miner commits and uploads now.
   void late_upload(BadMiner& b, std::uint64_t w) {
-    packet::Packet p;
-    p.window = w;
-    p.uid = b.uid;
-    p.sample_digest = digest_for(b.uid, w);
-    p.tensors = random_update(w * 1000 + b.uid, 0.02f);
-    auto sealed = chain::seal_packet(p, b.key);
+    auto sealed = chain::seal_packet(small_random_packet(b, w), b.key);
     ASSERT_TRUE(sealed.is_ok()) << sealed.status();
     commit_and_put(*b.store, w, *sealed);
   }

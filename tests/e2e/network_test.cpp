@@ -54,7 +54,7 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
     auto header = (*reader)->block(first);
     ASSERT_TRUE(header.is_ok());
     const double slot_start = static_cast<double>(header->timestamp);
-    for (auto& bm : bad_) upload_bad(bm, w, nullptr, slot_start);
+    for (auto& bm : bad_) upload_bad(bm, w);
     // Once the slot has closed: the late miner commits, and the copier puts
     // its copy of honest miner 0's packet as soon as that is revealed.
     while (unix_seconds() < slot_start + e2e::kUploadSlotS + e2e::kClockSkewS + 0.2)

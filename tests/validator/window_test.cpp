@@ -199,6 +199,14 @@ class ValidatorInProcess : public ::testing::Test {
     return io;
   }
 
+  // Window w's gather on the current metagraph, as this test's observer saw
+  // the slot, with no uid cooling down.
+  Result<std::vector<Upload>> gather_once(std::uint64_t w, WindowContext& cx) {
+    CRUCIBLE_ASSIGN_OR_RETURN(auto mg, fake_.as(validator_key_)->metagraph(fake_.netuid()));
+    std::map<std::uint16_t, std::uint64_t> cooldown;
+    return gather(w, mg, cooldown, observer(), cx);
+  }
+
   // The pieces of a WindowContext, for calling steps one by one.
   struct Parts {
     protocol::NodeIo io;
@@ -303,9 +311,7 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
 
   auto p = parts();
   WindowContext cx = context(*p);
-  auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
-  std::map<std::uint16_t, std::uint64_t> cooldown;
-  auto uploads = gather(w, *mg, cooldown, observer(), cx);
+  auto uploads = gather_once(w, cx);
   ASSERT_TRUE(uploads.is_ok()) << uploads.status();
   std::map<std::uint16_t, const Upload*> by;
   for (const auto& u : *uploads) by[u.uid] = &u;
@@ -382,9 +388,7 @@ TEST_F(ValidatorInProcess, ACopyOfARevealedPacketIsLateWhateverItsStoreClaims) {
 
   auto p = parts();
   WindowContext cx = context(*p);
-  auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
-  std::map<std::uint16_t, std::uint64_t> cooldown;
-  auto uploads = gather(w, *mg, cooldown, observer(), cx);
+  auto uploads = gather_once(w, cx);
   ASSERT_TRUE(uploads.is_ok()) << uploads.status();
   mark_copies(*uploads, {}, {o_.validator.copy_overlap, o_.validator.copy_cosine});
   std::map<std::uint16_t, const Upload*> by;
@@ -882,9 +886,7 @@ TEST_F(ValidatorInProcess, SyncNeedsTheSignedDigestOfTheValidatorsModel) {
   upload(unbound, w, packet, in_slot);
   put_fingerprint(unbound, fp_of(unbound));
 
-  auto mg = fake_.as(validator_key_)->metagraph(fake_.netuid());
-  std::map<std::uint16_t, std::uint64_t> cooldown;
-  auto uploads = gather(w, *mg, cooldown, observer(), cx);
+  auto uploads = gather_once(w, cx);
   ASSERT_TRUE(uploads.is_ok()) << uploads.status();
   std::vector<Evaluation> evaluations;
   for (const auto& u : *uploads) {

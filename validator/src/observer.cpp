@@ -138,16 +138,4 @@ Observation Observer::observed(std::uint16_t uid, std::uint64_t window) const {
   return it == entries_.end() ? Observation{} : it->second.seen;
 }
 
-std::optional<std::pair<double, double>> Observer::coverage(std::uint64_t window) const {
-  std::lock_guard lk(mu_);
-  std::optional<std::pair<double, double>> out;
-  for (const auto& [key, e] : entries_) {
-    if (key.window != window || !e.seen.first_poll || !e.seen.last_poll) continue;
-    if (!out) out = {*e.seen.first_poll, *e.seen.last_poll};
-    out->first = std::min(out->first, *e.seen.first_poll);
-    out->second = std::max(out->second, *e.seen.last_poll);
-  }
-  return out;
-}
-
 }  // namespace crucible::validator

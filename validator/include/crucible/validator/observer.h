@@ -73,8 +73,6 @@ class Observer {
   void poll_round();
 
   Observation observed(std::uint16_t uid, std::uint64_t window) const;
-  // Windows of which any key has been polled: [first poll, last poll] (for logs).
-  std::optional<std::pair<double, double>> coverage(std::uint64_t window) const;
 
  private:
   struct Key {
