@@ -73,7 +73,7 @@ class MinerNodeTest : public ::testing::Test {
 format = "text"
 [protocol]
 blocks_per_window = {}
-upload_slot_s = 2.0
+upload_slot_s = 4.0
 clock_skew_s = 0.5
 reveal_s = 2.0
 samples_per_window = {}

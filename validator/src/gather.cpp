@@ -66,6 +66,12 @@ void check_packet(Upload& u, const chain::Hash32& hotkey, std::uint64_t w, const
   u.sketch = sketch_of(u.tensors);
 }
 
+// Whether the validator never read the key in the slot or read it only once
+// the commitment was there, it did not see it appear: one verdict, one text
+// (a replay of past windows gives the same record whenever it runs).
+constexpr const char* kNotSeenAppearing =
+    "this validator did not see the commitment appear during the slot: when it appeared is not established";
+
 // Timing from what this validator saw (observer.h), never from what the
 // store says: the packet downloaded must be one whose commitment this
 // validator read. The commitment appeared in (absent_at, seen_at]: when
@@ -83,15 +89,13 @@ bool judge_timing(Upload& u, const chain::Hash32& packet_hash, const Observation
       u.reject(Rejection::kTooLate,
                s.empty() ? "no commitment to this packet during the slot" : "not the packet committed during the slot");
     } else {
-      u.reject(Rejection::kNotObserved, "this validator did not read a commitment during the slot");
+      u.reject(Rejection::kNotObserved, kNotSeenAppearing);
     }
     return false;
   }
   protocol::SlotTiming timing = slot.classify(it->seen_at);
   if (slot.classify(it->absent_at) != timing && it->seen_at - it->absent_at > narrow_s) {
-    u.reject(Rejection::kNotObserved,
-             "its commitment was already there at this validator's first read: when it appeared is not "
-             "established");
+    u.reject(Rejection::kNotObserved, kNotSeenAppearing);
     return false;
   }
   switch (timing) {
