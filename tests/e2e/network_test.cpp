@@ -116,7 +116,7 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
         break;  // well-formed: it loses on the merits
     }
   }
-  for (std::uint16_t h : honest_uids_) EXPECT_EQ(reasons[h], "") << "honest uid " << h;
+  for (std::uint16_t h : honest_uids_) EXPECT_EQ(reasons[h], "") << "honest uid " << h << "\n" << validator_log;
 
   // The weights on chain.
   auto chain_weights = onchain_weights(**reader);

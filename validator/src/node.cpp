@@ -4,6 +4,7 @@
 #include "crucible/validator/node.h"
 
 #include <charconv>
+#include <map>
 
 #include "crucible/chain/keccak.h"
 #include "crucible/common/log.h"
@@ -21,6 +22,9 @@ constexpr const char* kFirstWindowKey = "first_window";
 // Windows before the one under way whose keys are still observed: slots
 // that end in a later window than their own (short windows) stay covered.
 constexpr std::uint64_t kObservedBacklog = 3;
+// How often the observer looks again for the stores of registered miners
+// that had none readable (a miner starting now publishes its location).
+constexpr double kResolveRetryS = 1.0;
 // A validator without a permit says so at start and every this many windows.
 constexpr std::uint64_t kPermitWarningEvery = 10;
 
@@ -29,6 +33,9 @@ struct ValidatorNode::Impl {
   protocol::NodeIo io;
   protocol::WindowClock clock;
   std::unique_ptr<protocol::PeerDirectory> peers;
+  // The stores the observer reads, and registered miners without one yet.
+  std::map<std::uint16_t, std::shared_ptr<storage::ObjectStore>> observed_stores;
+  std::vector<std::uint16_t> unresolved;
   std::unique_ptr<storage::StateStore> db;
   std::optional<data::Dataset> dataset;
   std::optional<data::Dataset> heldout;  // the val split, for the held-out loss
@@ -77,20 +84,36 @@ struct ValidatorNode::Impl {
     return w;
   }
 
-  // The observer polls the keys of windows [first, current]: from the next
-  // window to process (at most kObservedBacklog back) to the window under
-  // way, whose key is polled before its slot opens.
-  Status watch(Observer& observer, std::uint64_t first, std::uint64_t current) {
+  // The observer polls the keys of windows [first, last]: from the next
+  // window to process (at most kObservedBacklog back) to the one after the
+  // window under way. Its slot opens when the window after that begins, so
+  // a window's key is watched before its slot even when processing one
+  // window takes longer than a window (a busy validator on a slow machine).
+  Status watch(Observer& observer, std::uint64_t first, std::uint64_t last, std::uint64_t current) {
     auto mg = io.chain->metagraph(o.chain.netuid);
     if (!mg.is_ok()) return mg.status();
     warn_without_permit(*mg, current);
-    std::vector<Watched> stores;
+    observed_stores.clear();
+    unresolved.clear();
     for (const auto& n : mg->neurons) {
       if (n.uid == uid || n.validator_permit) continue;
-      if (auto s = peers->store_of(n.uid); s.is_ok()) stores.push_back(Watched{n.uid, *s});
+      unresolved.push_back(n.uid);
     }
-    observer.watch(first, current, std::move(stores));
+    resolve(observer, first, last);
     return Status::ok();
+  }
+
+  // Looks again for the stores of miners that had none readable (a miner
+  // that has just started publishes its location): one read per such uid.
+  void resolve(Observer& observer, std::uint64_t first, std::uint64_t last) {
+    std::erase_if(unresolved, [&](std::uint16_t u) {
+      auto s = peers->store_of(u);
+      if (s.is_ok()) observed_stores[u] = *s;
+      return s.is_ok();
+    });
+    std::vector<Watched> stores;
+    for (const auto& [u, s] : observed_stores) stores.push_back(Watched{u, s});
+    observer.watch(first, last, std::move(stores));
   }
 
   // Without a permit its weights do not count and it never leads: scores
@@ -247,6 +270,7 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
   if (!observed) own.start();
   const Observer& observer = observed ? *observed : own;
   std::optional<std::pair<std::uint64_t, std::uint64_t>> watched;  // the windows the observer was last told
+  double last_look = 0;                                            // when the observer's stores were last looked up
   while (!stop.load()) {
     auto head = retry_transient("block number", stop, [&] { return m.io.chain->block_number(); });
     if (!head.is_ok()) {
@@ -258,12 +282,17 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
     const std::uint64_t current = m.clock.window_of(*head);
     const std::uint64_t first_watched =
         std::min(std::max(next, current - std::min(current, kObservedBacklog)), current);
-    if (!observed && watched != std::pair(first_watched, current)) {
-      if (Status s = m.watch(own, first_watched, current); s.is_ok()) {
-        watched = std::pair(first_watched, current);
+    const auto range = std::pair(first_watched, current + 1);
+    if (!observed && watched != range) {
+      if (Status s = m.watch(own, range.first, range.second, current); s.is_ok()) {
+        watched = range;
+        last_look = m.io.clock->unix_seconds();
       } else {
         log::warn("observer: cannot read the metagraph; retrying", {{"error", s.to_string()}});
       }
+    } else if (!observed && !m.unresolved.empty() && m.io.clock->unix_seconds() - last_look >= kResolveRetryS) {
+      m.resolve(own, range.first, range.second);
+      last_look = m.io.clock->unix_seconds();
     }
     if (!started) {  // a fresh validator starts with the window under way, or where configured
       CRUCIBLE_ASSIGN_OR_RETURN(next, m.first_window(current));
