@@ -60,6 +60,11 @@ const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges =
      Kind::kGauge,
      none(),
      {}},
+    {"crucible_miner_last_upload_window",
+     "The last window whose gradient the miner revealed.",
+     Kind::kGauge,
+     none(),
+     {}},
 }};
 
 const std::array<Definition, static_cast<std::size_t>(Histogram::kCount_)> kHistograms = {{
@@ -131,6 +136,11 @@ double Registry::value(Gauge id, const Labels& labels) const {
   check_labels(definition(id), labels);
   auto* family = impl_->gauges[static_cast<std::size_t>(id)];
   return family->Has(labels) ? family->Add(labels).Value() : 0.0;
+}
+
+bool Registry::has(Gauge id, const Labels& labels) const {
+  check_labels(definition(id), labels);
+  return impl_->gauges[static_cast<std::size_t>(id)]->Has(labels);
 }
 
 std::string Registry::render() const {

@@ -49,6 +49,7 @@ int main(int argc, char** argv) {
       log::error("the miner cannot start", {{"error", node.status().to_string()}});
       return node.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;
     }
+    if (metrics_server) metrics_server->set_uid((*node)->uid());
     Status st = (*node)->run(g_stop);
     if (!st.is_ok()) {
       log::error("the miner stopped on an error", {{"error", st.to_string()}});

@@ -1,111 +1,107 @@
 #include "crucible/miner/metrics_server.h"
 
-#include <boost/asio.hpp>
-#include <boost/beast/core.hpp>
-#include <boost/beast/http.hpp>
+#include <fmt/format.h>
 
-#include <thread>
+#include <atomic>
+#include <nlohmann/json.hpp>
 
+#include "crucible/common/http_server.h"
 #include "crucible/common/metrics.h"
+#include "crucible/common/version.h"
 
 namespace crucible::miner {
 
-namespace asio = boost::asio;
-namespace beast = boost::beast;
-namespace http = beast::http;
-using tcp = asio::ip::tcp;
-
 namespace {
 
-constexpr std::size_t kMaxHeaderBytes = 8 << 10;
-constexpr auto kIdle = std::chrono::seconds(10);
+using nlohmann::json;
+constexpr int kNoUid = -1;
 
-class Session : public std::enable_shared_from_this<Session> {
- public:
-  explicit Session(tcp::socket socket) : stream_(std::move(socket)) {}
-  void start() {
-    parser_.emplace();
-    parser_->header_limit(kMaxHeaderBytes);
-    parser_->body_limit(0);
-    stream_.expires_after(kIdle);
-    http::async_read(stream_, buffer_, *parser_,
-                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
+json gauge(metrics::Gauge g, const metrics::Labels& labels = {}) {
+  const auto& m = metrics::global();
+  return m.has(g, labels) ? json(m.value(g, labels)) : json(nullptr);
+}
+
+json status(int uid) {
+  const auto& m = metrics::global();
+  json j = {{"status", "ok"}, {"role", "miner"}, {"version", std::string(project_version())}};
+  j["uid"] = uid == kNoUid ? json(nullptr) : json(uid);
+  j["window"] = gauge(metrics::Gauge::kWindow, {{"role", "miner"}});
+  j["global_step"] = gauge(metrics::Gauge::kGlobalStep, {{"role", "miner"}});
+  j["last_upload_window"] = gauge(metrics::Gauge::kLastUploadWindow);
+  j["loss"] = gauge(metrics::Gauge::kMinerLoss);
+  j["tokens_per_second"] = gauge(metrics::Gauge::kTokensPerSecond);
+  json uploads = json::object();
+  for (const char* r : {"ok", "late", "failed"}) uploads[r] = m.value(metrics::Counter::kUploads, {{"result", r}});
+  j["uploads"] = uploads;
+  return j;
+}
+
+std::string shown(const json& v) {
+  if (v.is_null()) return "–";
+  if (v.is_number_float()) {
+    const double d = v.get<double>();
+    return d == static_cast<double>(static_cast<std::int64_t>(d)) ? fmt::format("{}", static_cast<std::int64_t>(d))
+                                                                  : fmt::format("{:.4g}", d);
   }
+  return v.dump();
+}
 
- private:
-  void on_read(beast::error_code ec) {
-    if (ec) return;  // timeout, reset or a request over the limits: drop the connection
-    const auto& req = parser_->get();
-    res_.version(req.version());
-    res_.keep_alive(false);
-    if (req.method() != http::verb::get) {
-      res_.result(http::status::method_not_allowed);
-      res_.set(http::field::content_type, "text/plain");
-      res_.body() = "only GET\n";
-    } else if (req.target() == "/metrics") {
-      res_.result(http::status::ok);
-      res_.set(http::field::content_type, "text/plain; version=0.0.4");
-      res_.body() = metrics::global().render();
-    } else if (req.target() == "/healthz") {
-      res_.result(http::status::ok);
-      res_.set(http::field::content_type, "text/plain");
-      res_.body() = "ok\n";
-    } else {
-      res_.result(http::status::not_found);
-      res_.set(http::field::content_type, "text/plain");
-      res_.body() = "not found\n";
-    }
-    res_.prepare_payload();
-    http::async_write(stream_, res_, [self = shared_from_this()](beast::error_code, std::size_t) {
-      beast::error_code ignored;
-      self->stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
-    });
+// Every value on the page is a number the process made itself: nothing to escape.
+std::string page(const json& s) {
+  std::string rows;
+  for (const char* k : {"uid", "window", "global_step", "last_upload_window", "loss", "tokens_per_second"}) {
+    rows += fmt::format("<tr><th>{}</th><td>{}</td></tr>\n", k, shown(s[k]));
   }
-
-  beast::tcp_stream stream_;
-  beast::flat_buffer buffer_;
-  std::optional<http::request_parser<http::empty_body>> parser_;
-  http::response<http::string_body> res_;
-};
+  for (const auto& [r, n] : s["uploads"].items()) {
+    rows += fmt::format("<tr><th>uploads {}</th><td>{}</td></tr>\n", r, shown(n));
+  }
+  return fmt::format(R"(<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="refresh" content="10"><title>crucible miner</title>
+<style>body{{font:16px system-ui,sans-serif;margin:1rem;max-width:32rem}}th{{text-align:left;padding-right:1rem}}</style>
+</head><body><h1>crucible miner {}</h1>
+<table>
+{}</table>
+<p><a href="/metrics">metrics</a> · <a href="/healthz">healthz</a></p>
+</body></html>
+)",
+                     s["version"].get<std::string>(), rows);
+}
 
 }  // namespace
 
 struct MetricsServer::Impl {
-  asio::io_context ioc{1};
-  tcp::acceptor acceptor{ioc};
-  std::thread thread;
-  void accept() {
-    acceptor.async_accept([this](beast::error_code ec, tcp::socket socket) {
-      if (ec) return;
-      std::make_shared<Session>(std::move(socket))->start();
-      accept();
-    });
-  }
+  std::atomic<int> uid{kNoUid};
+  std::unique_ptr<http::Server> server;
 };
 
 MetricsServer::MetricsServer() : impl_(std::make_unique<Impl>()) {}
-
-MetricsServer::~MetricsServer() {
-  impl_->ioc.stop();
-  if (impl_->thread.joinable()) impl_->thread.join();
-}
-
-std::uint16_t MetricsServer::port() const { return impl_->acceptor.local_endpoint().port(); }
+MetricsServer::~MetricsServer() = default;
+std::uint16_t MetricsServer::port() const { return impl_->server->port(); }
+void MetricsServer::set_uid(std::uint16_t uid) { impl_->uid = uid; }
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& bind, std::uint16_t port) {
   std::unique_ptr<MetricsServer> s(new MetricsServer());
-  beast::error_code ec;
-  auto address = asio::ip::make_address(bind, ec);
-  if (ec) return invalid_argument("metrics_bind '{}' is not an IP address", bind);
-  tcp::endpoint ep(address, port);
-  auto& a = s->impl_->acceptor;
-  a.open(ep.protocol(), ec);
-  if (!ec) a.set_option(asio::socket_base::reuse_address(true), ec);
-  if (!ec) a.bind(ep, ec);
-  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
-  if (ec) return unavailable("metrics endpoint {}:{}: {}", bind, port, ec.message());
-  s->impl_->accept();
-  s->impl_->thread = std::thread([impl = s->impl_.get()] { impl->ioc.run(); });
+  http::ServerOptions o;
+  o.bind = bind;
+  o.port = port;
+  o.max_connections = 32;
+  o.name = "crucible-miner";
+  const std::atomic<int>* uid = &s->impl_->uid;
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      s->impl_->server, http::Server::start(o, [uid](const http::Request& r) {
+        const std::string_view path = r.target.substr(0, r.target.find('?'));
+        if (path == "/metrics") {
+          return http::Response{200, "text/plain; version=0.0.4", metrics::global().render(), "no-store"};
+        }
+        if (path == "/healthz") {
+          return http::Response{200, "application/json", status(uid->load()).dump() + "\n", "no-store"};
+        }
+        if (path == "/") {
+          return http::Response{200, "text/html; charset=utf-8", page(status(uid->load())), "no-store"};
+        }
+        return http::Response{404, "application/json", "{\"error\":\"unknown path\"}\n", "no-store"};
+      }));
   return s;
 }
 

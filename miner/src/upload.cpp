@@ -58,6 +58,7 @@ Status MinerNode::Impl::upload(const Trained& t, const std::atomic<bool>& stop) 
     log::warn("revealed the packet after reveal_s: validators may have gathered without it", {{"window", w}});
   }
   metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "ok"}});
+  metrics::global().set(metrics::Gauge::kLastUploadWindow, static_cast<double>(w));
   state.uploaded_window = w;
   CRUCIBLE_RETURN_IF_ERROR(commit());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t.started).count();

@@ -1,10 +1,5 @@
 // The score API over real HTTP on loopback, on a RocksDB state written the
 // way the validator writes it.
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -16,6 +11,7 @@
 #include "crucible/common/metrics.h"
 #include "crucible/validator/api_server.h"
 #include "crucible/validator/state.h"
+#include "support/http_client.h"
 #include "support/temp_dir.h"
 
 namespace crucible::validator {
@@ -28,40 +24,15 @@ Bytes bytes_of(const nlohmann::json& j) {
   return Bytes(s.begin(), s.end());
 }
 
-// A raw client: connect, send exactly `request`, read until the server closes
-// or `timeout_ms` passes.
-std::string http_exchange(std::uint16_t port, const std::string& request, int timeout_ms = 3000) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(port);
-  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return "connect failed";
-  }
-  timeval tv{timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  if (!request.empty()) (void)!write(fd, request.data(), request.size());
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = read(fd, buf, sizeof buf);
-    if (n <= 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
-  }
-  close(fd);
-  return out;
+using testing::body_of;
+using testing::header_of;
+using testing::http_exchange;
+
+std::string get(std::uint16_t port, const std::string& path, const std::string& headers = {}) {
+  return testing::http_get(port, path, headers);
 }
 
-std::string get(std::uint16_t port, const std::string& path) {
-  return http_exchange(port, "GET " + path + " HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
-}
-
-nlohmann::json body_of(const std::string& response) {
-  auto at = response.find("\r\n\r\n");
-  return nlohmann::json::parse(response.substr(at + 4));
-}
+nlohmann::json json_of(const std::string& response) { return nlohmann::json::parse(body_of(response)); }
 
 class ApiTest : public ::testing::Test {
  protected:
@@ -116,7 +87,7 @@ TEST_F(ApiTest, ScoresListEveryUidWithWeights) {
   auto r = get(server_->port(), "/v1/scores");
   EXPECT_THAT(r, HasSubstr("HTTP/1.1 200"));
   EXPECT_THAT(r, HasSubstr("application/json"));
-  auto j = body_of(r);
+  auto j = json_of(r);
   EXPECT_EQ(j["window"], 7);
   ASSERT_EQ(j["uids"].size(), 2u);
   EXPECT_EQ(j["uids"][0]["uid"], 1);
@@ -126,29 +97,33 @@ TEST_F(ApiTest, ScoresListEveryUidWithWeights) {
 }
 
 TEST_F(ApiTest, MinerWindowAndWeightsRoutes) {
-  auto m = body_of(get(server_->port(), "/v1/miners/2"));
+  auto m = json_of(get(server_->port(), "/v1/miners/2"));
   ASSERT_EQ(m["history"].size(), 1u);
   EXPECT_EQ(m["history"][0]["reason"], "not_assigned_data");
   EXPECT_EQ(m["history"][0]["detail"], "sample digest mismatch");
   EXPECT_EQ(m["history"][0]["window"], 7);
-  auto w = body_of(get(server_->port(), "/v1/windows/7"));
+  auto w = json_of(get(server_->port(), "/v1/windows/7"));
   EXPECT_EQ(w["summary"]["aggregate"], nlohmann::json::array({1}));
   ASSERT_EQ(w["rejections"].size(), 1u);
   EXPECT_EQ(w["rejections"][0]["uid"], 2);
   EXPECT_EQ(w["rejections"][0]["reason"], "not_assigned_data");
   EXPECT_EQ(w["rejections"][0]["detail"], "sample digest mismatch");
   EXPECT_DOUBLE_EQ(w["progress"]["heldout_loss"].get<double>(), 4.3);
-  auto progress = body_of(get(server_->port(), "/v1/progress"));
+  auto progress = json_of(get(server_->port(), "/v1/progress"));
   ASSERT_EQ(progress["windows"].size(), 2u);  // the whole curve, in window order
   EXPECT_EQ(progress["windows"][0]["window"], 6);
   EXPECT_DOUBLE_EQ(progress["windows"][1]["heldout_loss"].get<double>(), 4.3);
   EXPECT_EQ(progress["windows"][1]["tokens_aggregated"], 2048 * 7);
   EXPECT_EQ(progress["windows"][1]["bytes_received"], 7000);
-  EXPECT_EQ(body_of(get(server_->port(), "/v1/weights"))["tx"], "0xabc");
-  auto posts = body_of(get(server_->port(), "/v1/weights/history"))["posts"];
+  EXPECT_EQ(json_of(get(server_->port(), "/v1/weights"))["tx"], "0xabc");
+  auto posts = json_of(get(server_->port(), "/v1/weights/history"))["posts"];
   ASSERT_EQ(posts.size(), 1u);
   EXPECT_EQ(posts[0]["tx"], "0xabc");
-  EXPECT_THAT(get(server_->port(), "/healthz"), HasSubstr("\"ok\""));
+  auto health = json_of(get(server_->port(), "/healthz"));
+  EXPECT_EQ(health["status"], "ok");
+  EXPECT_EQ(health["role"], "validator");
+  EXPECT_EQ(health["window"], 7);  // the last committed window
+  EXPECT_FALSE(health["version"].get<std::string>().empty());
   metrics::global().set(metrics::Gauge::kWindow, 7, {{"role", "validator"}});
   EXPECT_THAT(get(server_->port(), "/metrics"), HasSubstr("crucible_window{role=\"validator\"} 7"));
 }
@@ -156,7 +131,7 @@ TEST_F(ApiTest, MinerWindowAndWeightsRoutes) {
 TEST_F(ApiTest, ErrorsAreJsonWithTheRightStatus) {
   auto p = server_->port();
   EXPECT_THAT(get(p, "/nope"), HasSubstr("HTTP/1.1 404"));
-  EXPECT_EQ(body_of(get(p, "/nope"))["error"], "unknown path");
+  EXPECT_EQ(json_of(get(p, "/nope"))["error"], "unknown path");
   EXPECT_THAT(get(p, "/v1/miners/abc"), HasSubstr("HTTP/1.1 400"));
   EXPECT_THAT(get(p, "/v1/miners/70000"), HasSubstr("HTTP/1.1 400"));
   EXPECT_THAT(get(p, "/v1/miners/9"), HasSubstr("HTTP/1.1 404"));
@@ -188,6 +163,38 @@ TEST_F(ApiTest, SlowClientsAreCutOffAndOthersStillServed) {
       p, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\nGET /v1/weights HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   EXPECT_THAT(two, HasSubstr("\"ok\""));
   EXPECT_THAT(two, HasSubstr("0xabc"));
+}
+
+TEST_F(ApiTest, EveryRouteCarriesAnETagAndIfNoneMatchGets304) {
+  auto p = server_->port();
+  for (const char* route : {"/v1/scores", "/v1/miners/1", "/v1/windows/7", "/v1/weights", "/v1/weights/history",
+                            "/v1/progress", "/healthz"}) {
+    SCOPED_TRACE(route);
+    auto first = get(p, route);
+    ASSERT_THAT(first, HasSubstr("HTTP/1.1 200"));
+    const std::string etag = header_of(first, "ETag");
+    ASSERT_EQ(etag.size(), 18u);                        // a quoted 64-bit hash
+    EXPECT_EQ(etag, header_of(get(p, route), "ETag"));  // the same body, the same tag
+    EXPECT_FALSE(header_of(first, "Cache-Control").empty());
+    auto again = get(p, route, "If-None-Match: W/\"other\", " + etag + "\r\n");
+    EXPECT_THAT(again, HasSubstr("HTTP/1.1 304"));
+    EXPECT_EQ(body_of(again), "");
+    EXPECT_EQ(header_of(again, "ETag"), etag);
+    EXPECT_THAT(get(p, route, "If-None-Match: \"0000000000000000\"\r\n"), HasSubstr("HTTP/1.1 200"));
+  }
+  // The scores' tag changes when a new window is committed.
+  const std::string before = header_of(get(p, "/v1/scores"), "ETag");
+  storage::StateStore::Batch batch;
+  MinerScore c;
+  c.final_score = 1;
+  batch.put(storage::Family::kRatings, rating_key(3), bytes_of(to_json(c)));
+  ASSERT_TRUE(db_->commit_window(8, std::move(batch)).is_ok());
+  auto after = get(p, "/v1/scores", "If-None-Match: " + before + "\r\n");
+  EXPECT_THAT(after, HasSubstr("HTTP/1.1 200"));
+  EXPECT_NE(header_of(after, "ETag"), before);
+  // Errors are never cached.
+  EXPECT_EQ(header_of(get(p, "/nope"), "Cache-Control"), "no-store");
+  EXPECT_EQ(header_of(get(p, "/nope"), "ETag"), "");
 }
 
 TEST_F(ApiTest, NeverWritesTheState) {

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crucible/common/metrics.h"
+#include "crucible/common/version.h"
 #include "crucible/validator/api_server.h"
 #include "crucible/validator/state.h"
 
@@ -15,7 +16,11 @@ using nlohmann::json;
 constexpr std::size_t kMaxHistory = 1000;
 
 ApiResponse reply(int status, const json& body) { return {status, "application/json", body.dump() + "\n"}; }
-ApiResponse error(int status, const std::string& message) { return reply(status, {{"error", message}}); }
+ApiResponse error(int status, const std::string& message) {
+  ApiResponse r = reply(status, {{"error", message}});
+  r.cache_control = "no-store";
+  return r;
+}
 
 template <typename Int>
 std::optional<Int> parse_int(std::string_view s) {
@@ -165,12 +170,23 @@ ApiResponse weights_history_route(storage::StateStore& db) {
   return reply(200, {{"posts", *posts}});
 }
 
+// What a probe or an operator wants at a glance: alive, which role and
+// version, and the last window committed to the state.
+ApiResponse health(storage::StateStore& db) {
+  auto last = db.last_committed_window();
+  json body = {{"status", "ok"}, {"role", "validator"}, {"version", std::string(project_version())}};
+  body["window"] = last.is_ok() && *last ? json(**last) : json(nullptr);
+  ApiResponse r = reply(200, body);
+  r.cache_control = "no-store";
+  return r;
+}
+
 }  // namespace
 
 ApiResponse handle_get(storage::StateStore& db, const ScoringParams& scoring, std::string_view target) {
   std::string_view path = target.substr(0, target.find('?'));
-  if (path == "/healthz") return reply(200, {{"status", "ok"}});
-  if (path == "/metrics") return {200, "text/plain; version=0.0.4", metrics::global().render()};
+  if (path == "/healthz") return health(db);
+  if (path == "/metrics") return {200, "text/plain; version=0.0.4", metrics::global().render(), "no-store"};
   if (path == "/v1/scores") return scores(db, scoring);
   if (path == "/v1/weights") return weights_route(db);
   if (path == "/v1/weights/history") return weights_history_route(db);

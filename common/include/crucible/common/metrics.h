@@ -37,6 +37,7 @@ enum class Gauge : std::uint16_t {
   kTokensPerSecond,   // crucible_miner_tokens_per_second
   kGlobalStep,        // crucible_global_step{role}
   kHeldoutLoss,       // crucible_heldout_loss (validator: the global model's held-out loss)
+  kLastUploadWindow,  // crucible_miner_last_upload_window (the last window whose packet was revealed)
   kCount_,
 };
 
@@ -76,6 +77,8 @@ class Registry {
 
   double value(Counter id, const Labels& labels = {}) const;
   double value(Gauge id, const Labels& labels = {}) const;
+  // Whether the gauge has been set with these labels.
+  bool has(Gauge id, const Labels& labels = {}) const;
 
   // Everything, in the Prometheus text exposition format (version 0.0.4).
   std::string render() const;

@@ -1,6 +1,9 @@
-// A small HTTP endpoint (Boost.Beast) serving the process's metrics in the
-// Prometheus text format at GET /metrics, and GET /healthz. Read-only; one
-// request per connection; bounded request size and idle time.
+// The miner's HTTP endpoint, on the codebase's one server
+// (common/http_server.h), read-only on 127.0.0.1 by default:
+//   GET /metrics  the process's metrics, Prometheus text format
+//   GET /healthz  JSON: role, version, uid, window, global step, last
+//                 revealed window, last loss and throughput, uploads by result
+//   GET /         the same facts as a small page for a person (refreshes itself)
 #pragma once
 
 #include <cstdint>
@@ -17,6 +20,8 @@ class MetricsServer {
   static Result<std::unique_ptr<MetricsServer>> start(const std::string& bind, std::uint16_t port);
   ~MetricsServer();  // stops and joins
   std::uint16_t port() const;
+  // The uid, once the node has found it on the chain (null before).
+  void set_uid(std::uint16_t uid);
 
  private:
   MetricsServer();

@@ -4,14 +4,15 @@
 //   GET /v1/windows/{w}       a window: evaluated uids, losses, rejections, aggregate members
 //   GET /v1/weights           the last weights post (tx hash)
 //   GET /healthz, GET /metrics (Prometheus)
-// JSON errors: 404 unknown path, 400 bad parameter, 405 other methods, 413
-// a request with a body, 503 over the connection limit. Limits on the
-// request head, connections and idle time. It never writes the state.
+// JSON errors: 404 unknown path, 400 bad parameter, and the server's own
+// (common/http_server.h: 405, 413, 431, 503; ETag and If-None-Match on every
+// route). It never writes the state.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 
+#include "crucible/common/http_server.h"
 #include "crucible/common/status.h"
 #include "crucible/storage/state_store.h"
 #include "crucible/validator/gauntlet.h"
@@ -34,13 +35,9 @@ class ApiServer {
   std::unique_ptr<Impl> impl_;
 };
 
-// The JSON body and status for a GET of `target`: the routing, apart from the
-// network, for tests.
-struct ApiResponse {
-  int status = 200;
-  std::string content_type = "application/json";
-  std::string body;
-};
+// The JSON body, status and caching for a GET of `target`: the routing, apart
+// from the network, for tests.
+using ApiResponse = http::Response;
 ApiResponse handle_get(storage::StateStore& state, const ScoringParams& scoring, std::string_view target);
 
 }  // namespace crucible::validator

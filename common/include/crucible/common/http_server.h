@@ -1,0 +1,64 @@
+// The one HTTP server of the codebase (Boost.Beast, asynchronous): the
+// validator's score API and the miner's metrics endpoint both run on it,
+// each with its own handler. Read-only: GET only, no request
+// bodies. Limits on the request head, open connections and idle time.
+//
+// Every 200 answer carries a strong ETag (XXH64 of the body) and the
+// handler's Cache-Control; a request whose If-None-Match names that tag
+// gets 304 and no body. Errors are JSON: 400 malformed request, 405 other
+// methods, 413 a request with a body, 431 a head over the limit, 503 over
+// the connection limit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "crucible/common/status.h"
+
+namespace crucible::http {
+
+struct Request {
+  std::string_view target;  // path and query, as sent
+};
+
+struct Response {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+  std::string cache_control = "no-cache";  // revalidate with the ETag before reuse
+};
+
+using Handler = std::function<Response(const Request&)>;
+
+struct ServerOptions {
+  std::string bind = "127.0.0.1";
+  std::uint16_t port = 0;  // 0: any free port
+  std::uint32_t max_connections = 256;
+  double idle_timeout_s = 10.0;
+  std::uint32_t max_header_bytes = 8192;
+  std::uint32_t threads = 1;      // I/O threads; the handler may run on several at once
+  std::string name = "crucible";  // the Server header, and what errors say failed to listen
+};
+
+// "\"<16 hex digits>\"": XXH64 of the body, quoted as RFC 9110 wants.
+std::string etag_of(std::string_view body);
+// Whether an If-None-Match value ("*", or a comma-separated list of tags,
+// weak or strong) names `etag`.
+bool etag_matches(std::string_view if_none_match, std::string_view etag);
+
+class Server {
+ public:
+  static Result<std::unique_ptr<Server>> start(const ServerOptions& options, Handler handler);
+  ~Server();  // stops and joins
+  std::uint16_t port() const;
+
+ private:
+  Server();
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crucible::http
