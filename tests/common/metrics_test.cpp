@@ -8,6 +8,8 @@
 #include <regex>
 #include <sstream>
 
+#include "support/metrics_doc.h"
+
 namespace crucible::metrics {
 namespace {
 
@@ -60,6 +62,43 @@ TEST(Metrics, CatalogueNamesFollowConventions) {
     EXPECT_TRUE(std::is_sorted(d.buckets.begin(), d.buckets.end()));
     EXPECT_FALSE(d.buckets.empty());
   }
+}
+
+// docs/observability.md's table and the catalogue in the code agree: every
+// series, its type and its label names, in both directions.
+TEST(Metrics, TheDocumentedCatalogueIsTheCodesCatalogue) {
+  const auto doc = testing::documented_metrics();
+  ASSERT_FALSE(doc.empty()) << "no catalogue table in docs/observability.md";
+  std::map<std::string, testing::DocumentedMetric> by_name;
+  for (const auto& m : doc) {
+    EXPECT_TRUE(by_name.emplace(m.name, m).second) << m.name << " documented twice";
+    EXPECT_THAT((std::vector<std::string>{"miner", "validator", "both"}), ::testing::Contains(m.exported_by)) << m.name;
+  }
+  std::size_t in_code = 0;
+  auto check = [&](const Definition& d, const char* type) {
+    ++in_code;
+    auto it = by_name.find(std::string(d.name));
+    ASSERT_NE(it, by_name.end()) << d.name << " is not in docs/observability.md";
+    EXPECT_EQ(it->second.type, type) << d.name;
+    std::vector<std::string> labels(d.labels.begin(), d.labels.end());
+    EXPECT_EQ(it->second.labels, labels) << d.name;
+  };
+  for (int i = 0; i < static_cast<int>(Counter::kCount_); ++i) check(definition(static_cast<Counter>(i)), "counter");
+  for (int i = 0; i < static_cast<int>(Gauge::kCount_); ++i) check(definition(static_cast<Gauge>(i)), "gauge");
+  for (int i = 0; i < static_cast<int>(Histogram::kCount_); ++i) {
+    check(definition(static_cast<Histogram>(i)), "histogram");
+  }
+  EXPECT_EQ(in_code, doc.size()) << "docs/observability.md lists series the code does not have";
+}
+
+TEST(Metrics, ExportedFamiliesAreReadFromAScrape) {
+  Registry r;
+  r.add(Counter::kEvaluations);
+  r.observe(Histogram::kWindowDurationSeconds, 3, {{"role", "miner"}});
+  const auto f = testing::exported_families(r.render());
+  EXPECT_TRUE(f.count("crucible_evaluations_total"));
+  EXPECT_TRUE(f.count("crucible_window_duration_seconds"));
+  EXPECT_FALSE(f.count("crucible_uploads_valid_total"));  // documented, but no sample yet
 }
 
 TEST(Metrics, CountersAndGaugesRender) {

@@ -151,8 +151,9 @@ peer_file_urls = true
 
   std::unique_ptr<testing::Child> start_miner(std::size_t i) {
     const std::string name = fmt::format("honest{}", i);
-    std::string toml =
-        dir_.write(name + ".toml", fmt::format(R"(
+    if (miner_metrics_ports_.size() <= i) miner_metrics_ports_.resize(i + 1);
+    miner_metrics_ports_[i] = free_port();
+    std::string toml = dir_.write(name + ".toml", fmt::format(R"(
 [storage]
 url = "file://{}"
 [miner]
@@ -166,9 +167,11 @@ threads = 1
 aggregate_wait_s = 10.0
 progress = "off"
 max_windows = {}
+metrics_port = {}
 )",
-                                               (dir_.path() / (name + "-store")).string(), data_,
-                                               (dir_.path() / (name + "-state")).string(), kValidatorWindows + 2));
+                                                              (dir_.path() / (name + "-store")).string(), data_,
+                                                              (dir_.path() / (name + "-state")).string(),
+                                                              kValidatorWindows + 2, miner_metrics_ports_[i]));
     std::string key = testing::write_keystore(honest_keys_[i], dir_.path() / (name + ".key"), "pw");
     return std::make_unique<testing::Child>(node_argv("crucible-miner", toml, key),
                                             std::map<std::string, std::string>{{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
@@ -361,6 +364,7 @@ port = {}
   std::vector<std::uint16_t> honest_uids_;
   std::vector<BadMiner> bad_;
   std::uint16_t api_port_ = 0;
+  std::vector<std::uint16_t> miner_metrics_ports_;  // honest miner i's /metrics and /healthz
 };
 
 }  // namespace crucible::e2e

@@ -8,6 +8,8 @@
 
 #include "crucible/common/retry.h"
 #include "e2e/network_base.h"
+#include "support/http_client.h"
+#include "support/metrics_doc.h"
 
 namespace crucible {
 namespace {
@@ -44,6 +46,11 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
   std::uint64_t w = *head / kBlocksPerWindow;
   bool validator_done = false;
   std::string validator_log;
+  std::string miner_scrape, validator_scrape;  // each node's last /metrics
+  auto scrape = [](std::uint16_t port, std::string& last) {
+    std::string r = testing::http_get(port, "/metrics");
+    if (r.starts_with("HTTP/1.1 200")) last = testing::body_of(r);
+  };
   for (int round = 0; round < kValidatorWindows + 4 && !validator_done; ++round, ++w) {
     const std::uint64_t first = (w + 1) * kBlocksPerWindow;
     for (;;) {
@@ -71,6 +78,8 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
     }
     for (auto& bm : bad_)
       if (bm.kind == Bad::kCopy && honest) copy_after_reveal(bm, w, *honest);
+    scrape(miner_metrics_ports_[0], miner_scrape);
+    scrape(api_port_, validator_scrape);
     validator_log = validator->read_until("validator stopped", 100);
     validator_done = validator_log.find("validator stopped") != std::string::npos;
   }
@@ -117,6 +126,16 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
     }
   }
   for (std::uint16_t h : honest_uids_) EXPECT_EQ(reasons[h], "") << "honest uid " << h << "\n" << validator_log;
+
+  // What each role exports is what docs/observability.md says it exports.
+  const auto miner_families = testing::exported_families(miner_scrape);
+  const auto validator_families = testing::exported_families(validator_scrape);
+  for (const auto& m : testing::documented_metrics()) {
+    const bool miner = m.exported_by != "validator", validator = m.exported_by != "miner";
+    EXPECT_EQ(miner_families.count(m.name) == 1, miner) << m.name << " from the miner";
+    EXPECT_EQ(validator_families.count(m.name) == 1, validator) << m.name << " from the validator";
+  }
+  for (const auto& f : miner_families) EXPECT_TRUE(f.starts_with("crucible_")) << f;
 
   // The weights on chain.
   auto chain_weights = onchain_weights(**reader);
