@@ -43,6 +43,9 @@ Result<std::uint16_t> free_port() {
   return ntohs(addr.sin_port);
 }
 
+// How often anvil writes its state file, when it has one.
+constexpr int kStateIntervalS = 5;
+
 std::string tail_of(const std::string& path) {
   std::ifstream in(path);
   std::stringstream ss;
@@ -56,7 +59,9 @@ std::string tail_of(const std::string& path) {
 Result<std::unique_ptr<LocalChain>> LocalChain::start(const LocalChainOptions& options) {
   std::unique_ptr<LocalChain> chain(new LocalChain(options));
   CRUCIBLE_RETURN_IF_ERROR(chain->launch());
-  CRUCIBLE_RETURN_IF_ERROR(chain->install_standins());
+  // A chain loaded from its state file has its stand-ins and subnet already.
+  CRUCIBLE_ASSIGN_OR_RETURN(chain->resumed_, chain->standins_present());
+  if (!chain->resumed_) CRUCIBLE_RETURN_IF_ERROR(chain->install_standins());
   return chain;
 }
 
@@ -89,6 +94,14 @@ Status LocalChain::launch() {
   if (options_.block_time_s > 0) {
     argv.push_back("--block-time");
     argv.push_back(fmt::format("{}", options_.block_time_s));
+  }
+  if (!options_.state_file.empty()) {
+    const auto parent = std::filesystem::absolute(options_.state_file).parent_path();
+    std::filesystem::create_directories(parent, ec);
+    if (ec) return unavailable("cannot create the folder of the state file {}: {}", parent.string(), ec.message());
+    // Loaded if it exists, dumped on exit and every kStateIntervalS seconds
+    // (so that a kill -9 loses at most that much).
+    argv.insert(argv.end(), {"--state", options_.state_file, "--state-interval", std::to_string(kStateIntervalS)});
   }
   pid_ = fork();
   if (pid_ < 0) return unavailable("fork: {}", std::strerror(errno));
@@ -153,6 +166,16 @@ Status LocalChain::admin_call(const Bytes& data) {
   return sent.status();
 }
 
+Result<bool> LocalChain::standins_present() {
+  if (options_.state_file.empty()) return false;
+  RpcOptions rpc_options;
+  rpc_options.url = url_;
+  RpcClient rpc(rpc_options);
+  CRUCIBLE_ASSIGN_OR_RETURN(json code,
+                            rpc.call("eth_getCode", json::array({Address::from_low_u64(0x802).hex(), "latest"})));
+  return code.is_string() && code.get<std::string>().size() > 2;
+}
+
 Status LocalChain::install_standins() {
   RpcOptions rpc_options;
   rpc_options.url = url_;
@@ -198,7 +221,9 @@ Status LocalChain::mine(std::uint64_t n) {
 Status LocalChain::stop() {
   if (pid_ <= 0) return Status::ok();
   kill(pid_, SIGTERM);
-  for (int i = 0; i < 100; ++i) {
+  // anvil writes its state file on the way out: give it time to.
+  const int polls = options_.state_file.empty() ? 100 : 1000;
+  for (int i = 0; i < polls; ++i) {
     int status = 0;
     if (waitpid(pid_, &status, WNOHANG) == pid_) {
       pid_ = -1;

@@ -20,9 +20,12 @@ namespace {
 using ::testing::HasSubstr;
 
 // `crucible chain up` in dir, automining; the child and its RPC URL ("" if it did not come up).
-std::pair<std::unique_ptr<testing::Child>, std::string> chain_up(const testing::TempDir& dir) {
-  auto up = std::make_unique<testing::Child>(std::vector<std::string>{
-      testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--dir", dir.path().string()});
+std::pair<std::unique_ptr<testing::Child>, std::string> chain_up(const testing::TempDir& dir,
+                                                                 std::vector<std::string> extra = {}) {
+  std::vector<std::string> argv = {testing::bin("crucible"), "chain", "up",    "--port",           "0",
+                                   "--block-time",           "0",     "--dir", dir.path().string()};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto up = std::make_unique<testing::Child>(argv);
   std::string out = up->read_until("Ctrl-C stops it.", 20'000);
   std::smatch m;
   if (!std::regex_search(out, m, std::regex("rpc_url +(http://127\\.0\\.0\\.1:[0-9]+)"))) {
@@ -138,6 +141,54 @@ TEST(ChainUp, FundAndStakeMakeANewWalletAValidator) {
       testing::run_process({testing::bin("crucible"), "chain", "fund", "--to",
                             "0x70997970C51812dc3A010C7d01b50e0d17dc79C8", "--set", "chain.rpc_url=http://127.0.0.1:9"});
   EXPECT_NE(not_anvil.exit_code, 0);
+}
+
+// --state: what happened on the chain is there after a restart; without it, nothing is.
+TEST(ChainUp, StateFileKeepsTheChainAcrossARestart) {
+  testing::TempDir dir;
+  const std::string state = (dir.path() / "chain/state.json").string();
+  const std::string who = "0x70997970C51812dc3A010C7d01b50e0d17dc79C8";
+  auto balance_at = [&](const std::string& url) {
+    chain::RpcOptions o;
+    o.url = url;
+    chain::RpcClient rpc(o);
+    chain::EthClient eth(rpc);
+    return eth.balance(chain::Address::parse(who).value()).value();
+  };
+  std::uint64_t head_before = 0;
+  {
+    auto [up, url] = chain_up(dir, {"--state", state});
+    ASSERT_FALSE(url.empty());
+    auto fund = testing::run_process(
+        {testing::bin("crucible"), "chain", "fund", "--to", who, "--amount", "7", "--set", "chain.rpc_url=" + url});
+    ASSERT_EQ(fund.exit_code, 0) << fund.err;
+    chain::RpcOptions o;
+    o.url = url;
+    chain::RpcClient rpc(o);
+    head_before = chain::EthClient(rpc).block_number().value();
+    up->signal(SIGINT);
+    ASSERT_EQ(up->wait(20'000), 0);
+  }
+  ASSERT_TRUE(std::filesystem::exists(state));
+  auto [again, url] = chain_up(dir, {"--state", state});
+  ASSERT_FALSE(url.empty());
+  EXPECT_THAT(again->read_until("resumed", 100), HasSubstr("resumed"));
+  EXPECT_EQ(balance_at(url), chain::U256::parse("7000000000000000000").value());
+  chain::RpcOptions o;
+  o.url = url;
+  chain::RpcClient rpc(o);
+  chain::EthClient eth(rpc);
+  EXPECT_GE(eth.block_number().value(), head_before);
+  // The stand-ins came back with it: the subnet answers.
+  auto call = chain::abi::encode_call("getUidCount(uint16)", {chain::abi::Value::uint(1)}).value();
+  EXPECT_TRUE(eth.call(chain::Address::from_low_u64(0x802), call).is_ok());
+  again->signal(SIGINT);
+  ASSERT_EQ(again->wait(20'000), 0);
+
+  testing::TempDir other;
+  auto [fresh, fresh_url] = chain_up(other);
+  ASSERT_FALSE(fresh_url.empty());
+  EXPECT_NE(balance_at(fresh_url), chain::U256::parse("7000000000000000000").value());
 }
 
 TEST(ChainUp, MissingAnvilIsAClearError) {

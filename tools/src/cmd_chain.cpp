@@ -22,6 +22,7 @@ struct ChainUpArgs {
   std::uint16_t netuid = 1;
   std::string anvil;
   std::string dir = ".crucible/chain";
+  std::string state;
 };
 
 int chain_up(const ChainUpArgs& args) {
@@ -39,12 +40,17 @@ int chain_up(const ChainUpArgs& args) {
   o.chain_id = args.chain_id;
   o.block_time_s = args.block_time_s;
   o.netuid = args.netuid;
+  o.state_file = args.state;
   auto chain = chain::LocalChain::start(o);
   if (!chain.is_ok()) {
     fmt::print(stderr, "crucible chain up: {}\n", chain.status().message());
     return kExitFailure;
   }
   fmt::print("local chain ready\n");
+  if (!args.state.empty()) {
+    fmt::print("  state     {} ({})\n", args.state,
+               (*chain)->resumed() ? "resumed: registrations, stake and balances as they were" : "new");
+  }
   fmt::print("  rpc_url   {}\n", (*chain)->url());
   fmt::print("  chain_id  {}\n", (*chain)->chain_id());
   fmt::print("  netuid    {} (stand-in precompiles at 0x802, 0x803, 0x804; commitments at 0x...c0c0)\n",
@@ -89,6 +95,9 @@ void add_chain_commands(CLI::App& app, int& exit_code, char** envp) {
   up->add_option("--netuid", args->netuid, "Subnet to create")->capture_default_str();
   up->add_option("--anvil", args->anvil, "anvil binary (default: $CRUCIBLE_ANVIL, else tools/node_modules/.bin/anvil)");
   up->add_option("--dir", args->dir, "Folder for anvil's log and account list")->capture_default_str();
+  up->add_option("--state", args->state,
+                 "Keep the chain in this file: loaded at start if it exists, saved every 5 s and on Ctrl-C "
+                 "(without it the chain forgets everything when it stops)");
   up->callback([args, &exit_code] { exit_code = chain_up(*args); });
   add_chain_ops_commands(*group, exit_code, envp);
 }

@@ -34,6 +34,11 @@ struct LocalChainOptions {
   bool commit_reveal = false;
   std::uint64_t version_key = 0;
   std::uint64_t rate_limit = 0;
+  // anvil's state file: loaded at start when it exists (the stand-ins, the
+  // subnet, registrations and balances come back, and blocks go on from the
+  // saved head), written every few seconds and on stop. Empty: nothing is
+  // kept when the chain stops.
+  std::string state_file;
 };
 
 class LocalChain {
@@ -47,6 +52,8 @@ class LocalChain {
   std::uint64_t chain_id() const noexcept { return options_.chain_id; }
   std::uint16_t netuid() const noexcept { return options_.netuid; }
   pid_t pid() const noexcept { return pid_; }
+  // Whether the chain came back from options.state_file.
+  bool resumed() const noexcept { return resumed_; }
   // anvil's funded dev accounts; [0] is the stand-ins' admin.
   const std::vector<PrivateKey>& dev_keys() const noexcept { return dev_keys_; }
 
@@ -62,11 +69,13 @@ class LocalChain {
   explicit LocalChain(LocalChainOptions options) : options_(std::move(options)) {}
   Status launch();
   Status install_standins();
+  Result<bool> standins_present();
   Status admin_call(const Bytes& data);
 
   LocalChainOptions options_;
   std::string url_;
   pid_t pid_ = -1;
+  bool resumed_ = false;
   std::vector<PrivateKey> dev_keys_;
 };
 
