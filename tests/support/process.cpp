@@ -137,6 +137,13 @@ void Child::signal(int sig) {
   if (pid_ > 0) kill(pid_, sig);
 }
 
+void Child::close_output() {
+  stop_reading_ = true;
+  if (reader_.joinable()) reader_.join();
+  if (out_fd_ >= 0) close(out_fd_);
+  out_fd_ = -1;
+}
+
 int Child::wait(int timeout_ms) {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (pid_ > 0 && std::chrono::steady_clock::now() < deadline) {

@@ -41,6 +41,9 @@ class Child {
   // child never blocks on a full pipe while the test is doing something else.
   std::string read_until(const std::string& needle, int timeout_ms);
   void signal(int sig);
+  // Stops reading and closes the read end of its output pipe, as `| head`
+  // does when it has read enough: the child's next write gets EPIPE.
+  void close_output();
   // Waits up to `timeout_ms` for exit; the exit code, or -1 on a signal or timeout.
   int wait(int timeout_ms);
   int pid() const { return pid_; }
