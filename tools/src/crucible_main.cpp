@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
     cli::add_data_commands(app, exit_code);
     cli::add_scores_command(app, exit_code);
     cli::add_chain_commands(app, exit_code, environ);
+    cli::add_status_command(app, exit_code, environ);
     try {
       app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
