@@ -29,4 +29,13 @@ if [ -n "$left" ]; then
   for pid in $left; do kill -9 "$pid" 2>/dev/null || true; done
   rc=1
 fi
+
+# The container image (deploy/docker): built and run where a Docker engine
+# answers and no arguments narrowed the suite; said so otherwise.
+if [ "$#" -eq 0 ] && [ "${CRUCIBLE_SKIP_DOCKER:-0}" != 1 ] && docker info >/dev/null 2>&1; then
+  docker build -q -f deploy/docker/Dockerfile --target runtime -t crucible:test . >/dev/null &&
+    docker run --rm crucible:test crucible --version || { echo "test.sh: the container image failed" >&2; rc=1; }
+else
+  echo "test.sh: no Docker engine here (or CRUCIBLE_SKIP_DOCKER=1): the image in deploy/docker was not built"
+fi
 exit "$rc"
