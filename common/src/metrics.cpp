@@ -65,6 +65,11 @@ const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges =
      Kind::kGauge,
      none(),
      {}},
+    {"crucible_validator_lead",
+     "1 when the validator led the last window it processed (fixed and published the set), else 0.",
+     Kind::kGauge,
+     none(),
+     {}},
 }};
 
 const std::array<Definition, static_cast<std::size_t>(Histogram::kCount_)> kHistograms = {{

@@ -42,6 +42,7 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
     CRUCIBLE_ASSIGN_OR_RETURN(set, fix_aggregation_set(w, uploads, st, cx));
   }
   ev.summary.lead = set.has_value();
+  metrics::global().set(metrics::Gauge::kValidatorLead, ev.summary.lead ? 1 : 0);
   if (set) {
     ev.summary.aggregate = set->set.uids;
     ev.summary.aggregate_prev = set->set.prev;

@@ -38,6 +38,7 @@ enum class Gauge : std::uint16_t {
   kGlobalStep,        // crucible_global_step{role}
   kHeldoutLoss,       // crucible_heldout_loss (validator: the global model's held-out loss)
   kLastUploadWindow,  // crucible_miner_last_upload_window (the last window whose packet was revealed)
+  kValidatorLead,     // crucible_validator_lead (1 when it led the last window it processed: fixed the set)
   kCount_,
 };
 
