@@ -6,6 +6,8 @@
 
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "support/process.h"
@@ -76,6 +78,52 @@ TEST(Demo, BadMinersNeitherEnterASetNorEarnWeight) {
   for (const char* bad : {"3", "4", "5"}) {
     EXPECT_FALSE(s["weight_posts"].back()["weights"].contains(bad)) << s["weight_posts"].back().dump();
   }
+}
+
+}  // namespace
+}  // namespace crucible
+
+namespace crucible {
+namespace {
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// `--store s3`: every node on its own bucket of a SigV4-checking S3 server
+// (Ceph radosgw), others reading with the read-only keys it publishes:
+// uploads and gather, the lead's set payloads, a checkpoint and the miners'
+// catch-up all over S3; the server is gone at the end.
+TEST(Demo, RunsTheNetworkOnS3Buckets) {
+  testing::TempDir dir;
+  const auto out = dir.path() / "demo-out";
+  auto r = testing::run_process({testing::bin("crucible"), "demo", "--store", "s3", "--windows", "3", "--miners", "2",
+                                 "--validator-option", "checkpoint_every=2", "--dir", dir.path().string(), "--out",
+                                 out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto run = dir.path() / "run";
+  for (const char* node : {"validator", "miner1", "miner2"}) {
+    EXPECT_THAT(read_file(run / fmt::format("{}.toml", node)),
+                HasSubstr(fmt::format("url = \"s3://crucible-{}?endpoint=http://127.0.0.1:", node)));
+  }
+  std::ifstream in(out / "summary.json");
+  const auto s = nlohmann::json::parse(in, nullptr, false);
+  ASSERT_TRUE(s.is_object()) << r.out;
+  // Gathered from the miners' buckets with their read-only keys: both in the sets.
+  EXPECT_GT(s["figures"]["miner_uploads_aggregated"].get<int>(), 0) << s.dump(2);
+  for (const auto& w : s["windows"]) EXPECT_EQ(w["set"].size(), 2u) << w.dump();
+  const std::string validator = read_file(run / "logs/validator.log");
+  EXPECT_THAT(validator, HasSubstr("published aggregation set"));
+  EXPECT_THAT(validator, HasSubstr("published checkpoint"));
+  EXPECT_THAT(validator, ::testing::Not(HasSubstr("unreachable")));
+  // The miners applied the lead's sets, read from the validator's bucket.
+  for (const char* m : {"miner1", "miner2"}) {
+    EXPECT_THAT(read_file(run / fmt::format("logs/{}.log", m)), HasSubstr("applied aggregate")) << m;
+  }
+  ASSERT_GE(s["weight_posts"].size(), 1u);
+  EXPECT_THAT(read_file(run / "logs/s3.log"), HasSubstr("S3 ready"));
+  EXPECT_THAT(testing::processes_mentioning(dir.path().string()), ::testing::IsEmpty());  // radosgw too
 }
 
 }  // namespace

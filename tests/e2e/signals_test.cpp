@@ -2,12 +2,8 @@
 // a miner and a validator, each writing into a pipe whose reader has gone
 // (`| head`, a `| tee` stopped with Ctrl-C), stop cleanly on SIGINT with
 // exit code 0, and leave nothing running: not anvil, not a node.
-#include <dirent.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <fstream>
 
 #include "e2e/network_base.h"
 
@@ -15,26 +11,6 @@ namespace crucible {
 namespace {
 
 using ::testing::HasSubstr;
-
-// The pids of running processes whose command line mentions `text`.
-std::vector<int> processes_mentioning(const std::string& text) {
-  std::vector<int> out;
-  DIR* proc = opendir("/proc");
-  if (proc == nullptr) return out;
-  while (dirent* e = readdir(proc)) {
-    const int pid = std::atoi(e->d_name);
-    if (pid <= 0 || pid == getpid()) continue;
-    std::ifstream in(fmt::format("/proc/{}/cmdline", pid), std::ios::binary);
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    std::ifstream st(fmt::format("/proc/{}/stat", pid));
-    std::string stat((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
-    const auto paren = stat.rfind(')');
-    const bool zombie = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
-    if (!zombie && cmd.find(text) != std::string::npos) out.push_back(pid);
-  }
-  closedir(proc);
-  return out;
-}
 
 class SignalsTest : public e2e::NetworkBase {
  protected:
@@ -47,7 +23,7 @@ TEST_F(SignalsTest, ChainMinerAndValidatorBehindAClosedPipeStopOnCtrlCAndLeaveNo
       {"/bin/bash", "-c",
        fmt::format("exec '{}' chain up --port 0 --block-time 1 --dir '{}' 2>&1", testing::bin("crucible"), chain_dir)});
   ASSERT_THAT(up.read_until("Ctrl-C stops it.", 20'000), HasSubstr("local chain ready"));
-  ASSERT_FALSE(processes_mentioning(chain_dir).empty());  // anvil, with its --config-out under chain_dir
+  ASSERT_FALSE(testing::processes_mentioning(chain_dir).empty());  // anvil, with its --config-out under chain_dir
 
   auto validator = start_validator("validator", "max_windows = 1000");
   auto miner = start_miner(0);
@@ -66,7 +42,7 @@ TEST_F(SignalsTest, ChainMinerAndValidatorBehindAClosedPipeStopOnCtrlCAndLeaveNo
   EXPECT_EQ(miner->wait(60'000), 0) << "crucible-miner";
   // Nothing started from this test's folder is left: not anvil, not a node
   // (only the chain this test itself runs for the nodes).
-  auto left = processes_mentioning(dir_.path().string());
+  auto left = testing::processes_mentioning(dir_.path().string());
   std::erase(left, chain_->pid());
   EXPECT_THAT(left, ::testing::IsEmpty());
 }

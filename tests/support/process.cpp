@@ -1,5 +1,6 @@
 #include "support/process.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/wait.h>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <fstream>
 #include <stdexcept>
 #include <thread>
 
@@ -135,6 +137,25 @@ std::string Child::read_until(const std::string& needle, int timeout_ms) {
 
 void Child::signal(int sig) {
   if (pid_ > 0) kill(pid_, sig);
+}
+
+std::vector<int> processes_mentioning(const std::string& text) {
+  std::vector<int> out;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return out;
+  while (dirent* e = readdir(proc)) {
+    const int pid = std::atoi(e->d_name);
+    if (pid <= 0 || pid == getpid()) continue;
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::ifstream st("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat((std::istreambuf_iterator<char>(st)), std::istreambuf_iterator<char>());
+    const auto paren = stat.rfind(')');
+    const bool zombie = paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] == 'Z';
+    if (!zombie && cmd.find(text) != std::string::npos) out.push_back(pid);
+  }
+  closedir(proc);
+  return out;
 }
 
 void Child::close_output() {

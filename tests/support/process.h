@@ -28,6 +28,10 @@ std::string bin(const std::string& name);
 
 namespace crucible::testing {
 
+// The pids of running processes (not zombies, not this one) whose command
+// line mentions `text`: what a test left behind in its folder.
+std::vector<int> processes_mentioning(const std::string& text);
+
 // A long-running child (a server) whose stdout is read as it comes.
 class Child {
  public:

@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -31,6 +32,7 @@
 #include "crucible/cli/scores.h"
 #include "crucible/common/child_process.h"
 #include "demo_adversary.h"
+#include "demo_s3.h"
 
 namespace crucible::cli {
 namespace {
@@ -46,6 +48,7 @@ struct DemoArgs {
   std::string out = "demo-out";
   std::vector<std::string> bad_miners;         // noise | zero | copy, one uid each
   std::vector<std::string> validator_options;  // KEY=VALUE lines for [validator]
+  std::string store = "file";                  // file: folders; s3: buckets on a local radosgw
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -55,18 +58,6 @@ fs::path self_dir() {
   std::error_code ec;
   auto exe = fs::read_symlink("/proc/self/exe", ec);
   return ec ? fs::path(".") : exe.parent_path();
-}
-
-std::uint16_t free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
 }
 
 // A child process with its output in a log file.
@@ -183,6 +174,10 @@ int run_demo(const DemoArgs& a) {
   const fs::path model_file = source / "configs/models" / (a.model + ".toml");
   if (!fs::exists(model_file)) return fail("model", not_found("no preset {}", model_file.string()));
 
+  if (a.store == "s3" && std::find(a.bad_miners.begin(), a.bad_miners.end(), "copy") != a.bad_miners.end()) {
+    fmt::print(stderr, "demo: --bad-miner copy reads the first miner's folder: use it with --store file\n");
+    return kExitUsage;
+  }
   fmt::print("crucible demo: {} miners, 1 validator, {} windows of {} one-second blocks, model '{}'\n", a.miners,
              a.windows, a.blocks_per_window, a.model);
   fmt::print("  working folder {} (logs in run/logs/)\n", dir.string());
@@ -235,8 +230,22 @@ int run_demo(const DemoArgs& a) {
   }
   if (Status st = (*local)->set_stake(0, 1'000'000'000'000, true); !st.is_ok()) return fail("stake", st);
 
+  // Each node's store: a folder, or its own bucket on a local S3 server.
+  std::unique_ptr<DemoS3> s3;
+  if (a.store == "s3") {
+    fmt::print("      S3 server (Ceph radosgw, SigV4) for the nodes' buckets\n");
+    std::fflush(stdout);
+    auto started = DemoS3::start(run, run / "logs");
+    if (!started.is_ok()) return fail("S3 server", started.status());
+    s3 = std::move(*started);
+  }
+  auto storage_of = [&](const std::string& name) -> Result<std::string> {
+    if (!s3) return fmt::format("[storage]\nurl = \"file://{}/stores/{}\"\n", run.string(), name);
+    return s3->storage_section(name);
+  };
+
   // 4. Configs.
-  const std::uint16_t api_port = free_port();
+  const std::uint16_t api_port = demo_free_port();
   // The network's constants come from configs/local/network.toml; this
   // run adds only what it alone knows: the chain's URL and the window length.
   const std::string network = (source / "configs/local/network.toml").string();
@@ -269,9 +278,10 @@ rpc_url = "{}"
   };
   fmt::print("[4/5] starting the validator (uid 0, API http://127.0.0.1:{}) and {} miners\n", api_port, a.miners);
   const std::string vtoml = (run / "validator.toml").string();
-  std::ofstream(vtoml) << fmt::format(R"([storage]
-url = "file://{}/stores/validator"
-[validator]
+  auto vstorage = storage_of("validator");
+  if (!vstorage.is_ok()) return fail("validator store", vstorage.status());
+  std::ofstream(vtoml) << *vstorage
+                       << fmt::format(R"([validator]
 data_dir = "{}"
 state_dir = "{}/validator-state"
 eval_per_window = 20
@@ -282,15 +292,19 @@ observe_interval_s = 0.25
 [api]
 port = {}
 )",
-                                      run.string(), data.string(), run.string(),
+                                      data.string(), run.string(),
                                       fmt::format("{}", fmt::join(a.validator_options, "\n")), api_port);
   if (Status st = node("crucible-validator", "validator", vtoml, 1); !st.is_ok()) return fail("validator", st);
   for (int m = 0; m < a.miners; ++m) {
     const std::string name = fmt::format("miner{}", m + 1);
     const std::string toml = (run / (name + ".toml")).string();
-    std::ofstream(toml) << fmt::format(R"([storage]
-url = "file://{}/stores/{}"
-[miner]
+    auto mstorage = storage_of(name);
+    if (!mstorage.is_ok()) {
+      stop_all(procs);
+      return fail(name + " store", mstorage.status());
+    }
+    std::ofstream(toml) << *mstorage
+                        << fmt::format(R"([miner]
 data_dir = "{}"
 state_dir = "{}/{}-state"
 inner_steps = 4
@@ -301,7 +315,7 @@ threads = 1
 aggregate_wait_s = 8.0
 progress = "off"
 )",
-                                       run.string(), name, data.string(), run.string(), name);
+                                       data.string(), run.string(), name);
     if (Status st = node("crucible-miner", name, toml, static_cast<std::size_t>(m) + 2); !st.is_ok()) {
       stop_all(procs);
       return fail(name, st);
@@ -389,6 +403,18 @@ progress = "off"
 
 }  // namespace
 
+std::uint16_t demo_free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<DemoArgs>();
   CLI::App* cmd =
@@ -404,6 +430,11 @@ void add_demo_command(CLI::App& app, int& exit_code) {
                   "A [validator] setting for the demo's validator, KEY=VALUE in TOML (repeatable), e.g. "
                   "measure_decoy=true")
       ->check([](const std::string& kv) { return kv.find('=') == std::string::npos ? "KEY=VALUE" : ""; });
+  cmd->add_option("--store", args->store,
+                  "Where the nodes keep their objects: file (a folder each) or s3 (a bucket each on a local Ceph "
+                  "radosgw, with read-only keys for the others)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"file", "s3"}));
   cmd->add_option("--blocks-per-window", args->blocks_per_window, "Blocks per window (1 s each)")
       ->capture_default_str()
       ->check(CLI::Range(4, 1000));
