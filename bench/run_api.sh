@@ -21,7 +21,7 @@ run() {
 read -r base base_p99 < <(run /healthz)
 printf '| route | requests/s | vs /healthz | p99 latency |\n|---|---|---|---|\n'
 printf '| /healthz (baseline) | %s | 1.00x | %s |\n' "$base" "$base_p99"
-for route in /v1/scores /v1/windows/25 /v1/miners/7 /v1/weights; do
+for route in /v1/scores /v1/windows/25 /v1/miners/7 /v1/weights /v1/weights/history /v1/progress; do
   read -r rps p99 < <(run "$route")
   printf '| %s | %s | %sx | %s |\n' "$route" "$rps" "$(awk -v a="$rps" -v b="$base" 'BEGIN{printf "%.2f", a/b}')" "$p99"
 done

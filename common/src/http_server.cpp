@@ -83,7 +83,7 @@ class Session : public std::enable_shared_from_this<Session> {
     }
     std::string etag;
     if (r.status == 200) {
-      etag = etag_of(r.body);
+      etag = r.etag.empty() ? etag_of(r.body) : std::move(r.etag);
       const auto inm = req[bhttp::field::if_none_match];
       if (!inm.empty() && etag_matches(std::string_view(inm.data(), inm.size()), etag)) {
         r.status = 304;

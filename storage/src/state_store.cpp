@@ -157,6 +157,8 @@ Result<std::optional<std::uint64_t>> StateStore::last_committed_window() {
   return std::optional<std::uint64_t>(w);
 }
 
+std::uint64_t StateStore::sequence() const { return db_->GetLatestSequenceNumber(); }
+
 Result<std::vector<std::pair<std::string, Bytes>>> StateStore::scan(Family family, std::string_view prefix,
                                                                     std::size_t limit) {
   std::vector<std::pair<std::string, Bytes>> out;

@@ -197,6 +197,31 @@ TEST_F(ApiTest, EveryRouteCarriesAnETagAndIfNoneMatchGets304) {
   EXPECT_EQ(header_of(get(p, "/nope"), "ETag"), "");
 }
 
+TEST_F(ApiTest, HistoryRoutesArePagedBySinceAndLimit) {
+  auto p = server_->port();
+  auto newest = json_of(get(p, "/v1/progress?limit=1"));  // no since: the newest page
+  ASSERT_EQ(newest["windows"].size(), 1u);
+  EXPECT_EQ(newest["windows"][0]["window"], 7);
+  EXPECT_TRUE(newest["next"].is_null());
+  auto first = json_of(get(p, "/v1/progress?since=0&limit=1"));  // from the start, oldest first
+  ASSERT_EQ(first["windows"].size(), 1u);
+  EXPECT_EQ(first["windows"][0]["window"], 6);
+  EXPECT_EQ(first["next"], 7);
+  auto second = json_of(get(p, "/v1/progress?since=7&limit=1"));
+  ASSERT_EQ(second["windows"].size(), 1u);
+  EXPECT_EQ(second["windows"][0]["window"], 7);
+  EXPECT_TRUE(second["next"].is_null());
+  EXPECT_EQ(json_of(get(p, "/v1/progress?since=8"))["windows"].size(), 0u);
+  auto miner = json_of(get(p, "/v1/miners/2?since=7&limit=5"));
+  ASSERT_EQ(miner["history"].size(), 1u);
+  EXPECT_EQ(miner["history"][0]["window"], 7);
+  EXPECT_EQ(json_of(get(p, "/v1/weights/history?limit=1"))["posts"].size(), 1u);
+  for (const char* bad : {"/v1/progress?limit=0", "/v1/progress?limit=1001", "/v1/progress?since=-1",
+                          "/v1/miners/2?limit=x", "/v1/progress?page=2", "/v1/scores?limit=1"}) {
+    EXPECT_THAT(get(p, bad), HasSubstr("HTTP/1.1 400")) << bad;
+  }
+}
+
 TEST_F(ApiTest, NeverWritesTheState) {
   auto before = db_->scan(storage::Family::kRatings, "");
   for (int i = 0; i < 5; ++i) get(server_->port(), "/v1/scores");

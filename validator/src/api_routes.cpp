@@ -1,4 +1,5 @@
 #include <charconv>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -33,6 +34,53 @@ std::optional<Int> parse_int(std::string_view s) {
 
 json parse_value(const Bytes& b) { return json::parse(b.begin(), b.end(), nullptr, false); }
 
+// ?since=W&limit=N on the history routes: items from window W on, oldest
+// first, at most N (1..kMaxHistory); without since, the newest N.
+struct Page {
+  std::optional<std::uint64_t> since;
+  std::size_t limit = kMaxHistory;
+};
+
+Result<Page> page_of(std::string_view query) {
+  Page p;
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    const std::string_view kv = query.substr(0, amp);
+    const auto eq = kv.find('=');
+    const std::string_view k = kv.substr(0, eq), v = eq == std::string_view::npos ? "" : kv.substr(eq + 1);
+    if (k == "since") {
+      p.since = parse_int<std::uint64_t>(v);
+      if (!p.since) return invalid_argument("since must be a window number");
+    } else if (k == "limit") {
+      auto n = parse_int<std::size_t>(v);
+      if (!n || *n < 1 || *n > kMaxHistory) return invalid_argument("limit must be an integer in 1..{}", kMaxHistory);
+      p.limit = *n;
+    } else if (!k.empty()) {
+      return invalid_argument("unknown parameter '{}' (since, limit)", std::string(k.substr(0, 32)));
+    }
+    if (amp == std::string_view::npos) break;
+    query.remove_prefix(amp + 1);
+  }
+  return p;
+}
+
+// One page of `items` (each with a "window"), oldest first; "next" is the
+// since of the following page, or null when this is the last.
+json paged(const std::vector<json>& items, const Page& p, json body, const char* name) {
+  std::size_t first = 0;
+  if (p.since) {
+    while (first < items.size() && items[first].value("window", std::uint64_t{0}) < *p.since) ++first;
+  } else if (items.size() > p.limit) {
+    first = items.size() - p.limit;
+  }
+  const std::size_t end = std::min(items.size(), first + p.limit);
+  json list = json::array();
+  for (std::size_t i = first; i < end; ++i) list.push_back(items[i]);
+  body[name] = std::move(list);
+  body["next"] = end < items.size() ? json(items[end].value("window", std::uint64_t{0})) : json(nullptr);
+  return body;
+}
+
 Result<std::map<std::uint16_t, MinerScore>> all_scores(storage::StateStore& db) {
   CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db.scan(storage::Family::kRatings, "uid/"));
   std::map<std::uint16_t, MinerScore> out;
@@ -51,37 +99,7 @@ json score_json(std::uint16_t uid, const MinerScore& s, double weight) {
   return j;
 }
 
-// /v1/scores changes only when a window is committed: the body is cached
-// per committed window (and rebuilt when the window moves).
-struct ScoresCache {
-  std::mutex mu;
-  const storage::StateStore* db = nullptr;
-  std::optional<std::uint64_t> window;
-  bool valid = false;
-  ApiResponse response;
-};
-ScoresCache& scores_cache() {
-  static ScoresCache c;
-  return c;
-}
-
-ApiResponse scores_uncached(storage::StateStore& db, const ScoringParams& p);
-
 ApiResponse scores(storage::StateStore& db, const ScoringParams& p) {
-  auto last = db.last_committed_window();
-  if (!last.is_ok()) return error(500, last.status().to_string());
-  ScoresCache& c = scores_cache();
-  std::lock_guard lock(c.mu);
-  if (!c.valid || c.window != *last || c.db != &db) {
-    c.response = scores_uncached(db, p);
-    c.db = &db;
-    c.window = *last;
-    c.valid = c.response.status == 200;
-  }
-  return c.response;
-}
-
-ApiResponse scores_uncached(storage::StateStore& db, const ScoringParams& p) {
   auto s = all_scores(db);
   if (!s.is_ok()) return error(500, s.status().to_string());
   auto w = weights(*s, p);
@@ -93,24 +111,23 @@ ApiResponse scores_uncached(storage::StateStore& db, const ScoringParams& p) {
   return reply(200, body);
 }
 
-ApiResponse miner(storage::StateStore& db, const ScoringParams& p, std::string_view arg) {
+ApiResponse miner(storage::StateStore& db, const ScoringParams& p, std::string_view arg, const Page& page) {
   auto uid = parse_int<std::uint16_t>(arg);
   if (!uid) return error(400, "uid must be an integer in 0..65535");
   auto s = all_scores(db);
   if (!s.is_ok()) return error(500, s.status().to_string());
   if (!s->count(*uid)) return error(404, "no such uid");
   auto w = weights(*s, p);
-  json history = json::array();
   const std::string prefix = history_prefix(*uid);
   auto rows = db.scan(storage::Family::kWindowScores, prefix);
   if (!rows.is_ok()) return error(500, rows.status().to_string());
-  const std::size_t first = rows->size() > kMaxHistory ? rows->size() - kMaxHistory : 0;
-  for (std::size_t i = first; i < rows->size(); ++i) {
-    json r = parse_value((*rows)[i].second);
-    r["window"] = parse_int<std::uint64_t>(std::string_view((*rows)[i].first).substr(prefix.size())).value_or(0);
+  std::vector<json> history;
+  for (const auto& [k, v] : *rows) {
+    json r = parse_value(v);
+    r["window"] = parse_int<std::uint64_t>(std::string_view(k).substr(prefix.size())).value_or(0);
     history.push_back(std::move(r));
   }
-  return reply(200, {{"uid", *uid}, {"score", score_json(*uid, (*s)[*uid], w[*uid])}, {"history", history}});
+  return reply(200, paged(history, page, {{"uid", *uid}, {"score", score_json(*uid, (*s)[*uid], w[*uid])}}, "history"));
 }
 
 ApiResponse window(storage::StateStore& db, std::string_view arg) {
@@ -140,20 +157,19 @@ ApiResponse window(storage::StateStore& db, std::string_view arg) {
   return reply(200, body);
 }
 
-// The rows of `family` under `prefix`, oldest first (the last kMaxHistory), as a JSON array.
-Result<json> history_of(storage::StateStore& db, storage::Family family, std::string_view prefix) {
+// The rows of `family` under `prefix`, oldest first.
+Result<std::vector<json>> rows_of(storage::StateStore& db, storage::Family family, std::string_view prefix) {
   CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db.scan(family, prefix));
-  json out = json::array();
-  const std::size_t first = rows.size() > kMaxHistory ? rows.size() - kMaxHistory : 0;
-  for (std::size_t i = first; i < rows.size(); ++i) out.push_back(parse_value(rows[i].second));
+  std::vector<json> out;
+  for (const auto& [k, v] : rows) out.push_back(parse_value(v));
   return out;
 }
 
 // The global model over windows: held-out loss, tokens aggregated, bytes received.
-ApiResponse progress_route(storage::StateStore& db) {
-  auto windows = history_of(db, storage::Family::kWindowScores, kProgressPrefix);
+ApiResponse progress_route(storage::StateStore& db, const Page& page) {
+  auto windows = rows_of(db, storage::Family::kWindowScores, kProgressPrefix);
   if (!windows.is_ok()) return error(500, windows.status().to_string());
-  return reply(200, {{"windows", *windows}});
+  return reply(200, paged(*windows, page, json::object(), "windows"));
 }
 
 ApiResponse weights_route(storage::StateStore& db) {
@@ -163,11 +179,11 @@ ApiResponse weights_route(storage::StateStore& db) {
   return reply(200, parse_value(rows->back().second));
 }
 
-// Every weights post, oldest first (the last kMaxHistory).
-ApiResponse weights_history_route(storage::StateStore& db) {
-  auto posts = history_of(db, storage::Family::kWeightsLog, "epoch/");
+// Every weights post, oldest first.
+ApiResponse weights_history_route(storage::StateStore& db, const Page& page) {
+  auto posts = rows_of(db, storage::Family::kWeightsLog, "epoch/");
   if (!posts.is_ok()) return error(500, posts.status().to_string());
-  return reply(200, {{"posts", *posts}});
+  return reply(200, paged(*posts, page, json::object(), "posts"));
 }
 
 // What a probe or an operator wants at a glance: alive, which role and
@@ -181,19 +197,70 @@ ApiResponse health(storage::StateStore& db) {
   return r;
 }
 
+// Every answer but /healthz and /metrics depends on the state alone: it is
+// kept per target until the state changes (any commit moves the sequence),
+// so a busy route is read from RocksDB and serialised once per window.
+struct ResponseCache {
+  static constexpr std::size_t kMaxEntries = 4096;
+  std::mutex mu;
+  const storage::StateStore* db = nullptr;
+  std::uint64_t sequence = 0;
+  std::map<std::string, ApiResponse, std::less<>> entries;
+};
+
+ResponseCache& response_cache() {
+  static ResponseCache c;
+  return c;
+}
+
+ApiResponse route(storage::StateStore& db, const ScoringParams& scoring, std::string_view path,
+                  std::string_view query) {
+  const bool history = path == "/v1/progress" || path == "/v1/weights/history" || path.starts_with("/v1/miners/");
+  Page page;
+  if (history) {
+    auto p = page_of(query);
+    if (!p.is_ok()) return error(400, p.status().message());
+    page = *p;
+  } else if (!query.empty()) {
+    return error(400, "this route takes no parameters");
+  }
+  if (path == "/v1/scores") return scores(db, scoring);
+  if (path == "/v1/weights") return weights_route(db);
+  if (path == "/v1/weights/history") return weights_history_route(db, page);
+  if (path == "/v1/progress") return progress_route(db, page);
+  if (path.starts_with("/v1/miners/")) return miner(db, scoring, path.substr(11), page);
+  if (path.starts_with("/v1/windows/")) return window(db, path.substr(12));
+  return error(404, "unknown path");
+}
+
 }  // namespace
 
 ApiResponse handle_get(storage::StateStore& db, const ScoringParams& scoring, std::string_view target) {
-  std::string_view path = target.substr(0, target.find('?'));
+  const auto q = target.find('?');
+  const std::string_view path = target.substr(0, q);
+  const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
   if (path == "/healthz") return health(db);
   if (path == "/metrics") return {200, "text/plain; version=0.0.4", metrics::global().render(), "no-store"};
-  if (path == "/v1/scores") return scores(db, scoring);
-  if (path == "/v1/weights") return weights_route(db);
-  if (path == "/v1/weights/history") return weights_history_route(db);
-  if (path == "/v1/progress") return progress_route(db);
-  if (path.starts_with("/v1/miners/")) return miner(db, scoring, path.substr(11));
-  if (path.starts_with("/v1/windows/")) return window(db, path.substr(12));
-  return error(404, "unknown path");
+  ResponseCache& c = response_cache();
+  const std::uint64_t seq = db.sequence();
+  {
+    std::lock_guard lock(c.mu);
+    if (c.db != &db || c.sequence != seq) {
+      c.entries.clear();
+      c.db = &db;
+      c.sequence = seq;
+    }
+    if (auto it = c.entries.find(target); it != c.entries.end()) return it->second;
+  }
+  ApiResponse r = route(db, scoring, path, query);
+  if (r.status == 500) return r;                        // a failed read is not an answer to keep
+  if (r.status == 200) r.etag = http::etag_of(r.body);  // once per state, not per request
+  std::lock_guard lock(c.mu);
+  if (c.db == &db && c.sequence == seq) {
+    if (c.entries.size() >= ResponseCache::kMaxEntries) c.entries.clear();
+    c.entries.emplace(std::string(target), r);
+  }
+  return r;
 }
 
 }  // namespace crucible::validator

@@ -29,6 +29,7 @@ struct Response {
   std::string content_type = "application/json";
   std::string body;
   std::string cache_control = "no-cache";  // revalidate with the ETag before reuse
+  std::string etag = {};                   // of a 200's body; the server computes it when empty
 };
 
 using Handler = std::function<Response(const Request&)>;

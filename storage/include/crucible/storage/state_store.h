@@ -83,6 +83,9 @@ class StateStore {
                                                           std::size_t limit = 100'000);
 
   std::uint32_t schema_version() const noexcept { return kStateSchemaVersion; }
+  // Grows with every committed write (RocksDB's sequence number): a reader
+  // that cached what it read at one value knows it is still current.
+  std::uint64_t sequence() const;
 
  private:
   StateStore() = default;
