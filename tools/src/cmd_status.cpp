@@ -4,16 +4,17 @@
 // the last windows' commitments and packets; from a validator's score API:
 // the last window judged (on time or why not), sync, score and weight, and
 // in words which factor holds a zero score at zero and what to do.
-#include <fstream>
 #include <memory>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "crucible/chain/evm_chain.h"
+#include "crucible/chain/keystore.h"
 #include "crucible/chain/substrate.h"
 #include "crucible/cli/commands.h"
 #include "crucible/cli/node_config.h"
+#include "crucible/cli/node_io.h"
 #include "crucible/cli/scores.h"
 #include "crucible/cli/status.h"
 #include "crucible/protocol/object_keys.h"
@@ -41,17 +42,6 @@ int fail(const Status& st) {
   return kExitFailure;
 }
 
-// The keystore's address: the file's "address" field, so no password is needed.
-Result<chain::Address> keystore_address(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return not_found("cannot read {}", path);
-  json j = json::parse(in, nullptr, false);
-  if (!j.is_object() || !j.contains("address") || !j["address"].is_string()) {
-    return invalid_argument("{} is not a keystore with an address", path);
-  }
-  return chain::Address::parse(j["address"].get<std::string>());
-}
-
 void line(std::string_view what, const std::string& value) { fmt::print("  {:<14}{}\n", what, value); }
 
 void show_store(const std::string& location_text, const NodeConfig& config, const protocol::WindowClock& clock,
@@ -62,11 +52,7 @@ void show_store(const std::string& location_text, const NodeConfig& config, cons
     return;
   }
   line("store", location->url + " (committed on chain)");
-  storage::PeerPolicy policy;
-  policy.retry = config.storage.retry_policy();
-  policy.allow_file = config.storage.peer_file_urls;
-  policy.allow_private_endpoints = config.storage.peer_private_endpoints;
-  auto store = protocol::default_store_opener(policy)(*location);
+  auto store = protocol::default_store_opener(peer_policy(config, config.storage.retry_policy().deadline))(*location);
   if (!store.is_ok()) {
     line("readable", fmt::format("no: {}", store.status().message()));
     return;
@@ -149,8 +135,10 @@ int status(const StatusArgs& a, char** envp) {
   std::optional<std::uint16_t> uid;
   if (a.uid >= 0) uid = static_cast<std::uint16_t>(a.uid);
   if (!a.key_file.empty()) {
-    auto address = keystore_address(a.key_file);
-    if (!address.is_ok()) return fail(address.status());
+    // The keystore names its address: no password needed.
+    auto text = chain::read_secret_file(a.key_file);
+    auto address = text.is_ok() ? chain::keystore_address(*text) : Result<chain::Address>(text.status());
+    if (!address.is_ok()) return fail(address.status().with_context(a.key_file));
     const chain::Hash32 hotkey = chain::substrate::mirror_account(*address);
     for (const auto& n : mg->neurons)
       if (n.hotkey == hotkey) uid = n.uid;

@@ -9,8 +9,13 @@
 #include "crucible/chain/keys.h"
 #include "crucible/cli/node_config.h"
 #include "crucible/protocol/node_io.h"
+#include "crucible/storage/peer_location.h"
 
 namespace crucible::cli {
+
+// What this node accepts from peers' store locations ([storage]), every call
+// on a peer's store within `deadline`, retries included.
+storage::PeerPolicy peer_policy(const NodeConfig& config, std::chrono::milliseconds deadline);
 
 // peer_deadline: the deadline of every call on a peer's store, retries
 // included; which peer URLs are accepted comes from [storage].
