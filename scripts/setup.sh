@@ -17,7 +17,7 @@ PACKAGES=(
   libsecp256k1-dev libcurl4-openssl-dev librocksdb-dev libboost-dev libfmt-dev
   libgtest-dev googletest libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev prometheus-cpp-dev libsodium-dev libssl-dev libzstd-dev libxxhash-dev
-  python3-numpy clang-14 libclang-rt-14-dev clang-format clang-tidy wrk systemd
+  python3-numpy clang-14 libclang-rt-14-dev clang-format clang-tidy wrk systemd chromium
   radosgw ceph-mon ceph-osd
 )
 

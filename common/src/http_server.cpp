@@ -105,6 +105,8 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.set(bhttp::field::cache_control, r.cache_control);
     if (!etag.empty()) res_.set(bhttp::field::etag, etag);
     if (r.status != 304) res_.set(bhttp::field::content_type, r.content_type);
+    res_.set("X-Content-Type-Options", "nosniff");
+    if (!r.content_security_policy.empty()) res_.set("Content-Security-Policy", r.content_security_policy);
     res_.keep_alive(keep_alive);
     res_.body() = std::move(r.body);
     res_.prepare_payload();

@@ -222,6 +222,105 @@ TEST_F(ApiTest, HistoryRoutesArePagedBySinceAndLimit) {
   }
 }
 
+// /v1/windows: every committed window at a glance, rejections counted by
+// reason from the same rows /v1/windows/{w} lists.
+TEST_F(ApiTest, WindowsListCountsEachCommittedWindow) {
+  auto p = server_->port();
+  storage::StateStore::Batch batch;
+  for (std::uint16_t uid : {1, 2, 3}) {
+    UidResult r;
+    r.uid = uid;
+    r.uploaded = uid != 3;
+    if (uid == 1) {
+      r.valid = true;
+    } else {
+      r.rejection = uid == 2 ? protocol::Rejection::kCopy : protocol::Rejection::kMissing;
+    }
+    batch.put(storage::Family::kWindowScores, window_uid_key(9, uid), bytes_of(to_json(r)));
+  }
+  WindowSummary summary;
+  summary.window = 9;
+  summary.lead = true;
+  summary.bytes_received = 1234;
+  batch.put(storage::Family::kWindowScores, window_summary_key(9), bytes_of(to_json(summary)));
+  ASSERT_TRUE(db_->commit_window(9, std::move(batch)).is_ok());
+
+  auto all = json_of(get(p, "/v1/windows"));
+  ASSERT_EQ(all["windows"].size(), 2u) << all.dump();  // 7 and 9: the committed windows, oldest first
+  EXPECT_TRUE(all["next"].is_null());
+  const auto& w7 = all["windows"][0];
+  EXPECT_EQ(w7["window"], 7);
+  EXPECT_EQ(w7["uids"], 2);
+  EXPECT_EQ(w7["valid"], 1);
+  EXPECT_EQ(w7["rejections"], nlohmann::json({{"not_assigned_data", 1}}));
+  const auto& w9 = all["windows"][1];
+  EXPECT_EQ(w9["window"], 9);
+  EXPECT_EQ(w9["lead"], true);
+  EXPECT_EQ(w9["bytes_received"], 1234);
+  EXPECT_EQ(w9["uids"], 3);
+  EXPECT_EQ(w9["uploaded"], 2);
+  EXPECT_EQ(w9["valid"], 1);
+  EXPECT_EQ(w9["rejections"], nlohmann::json({{"copy", 1}, {"missing", 1}}));
+  auto page = json_of(get(p, "/v1/windows?since=0&limit=1"));
+  ASSERT_EQ(page["windows"].size(), 1u);
+  EXPECT_EQ(page["windows"][0]["window"], 7);
+  EXPECT_EQ(page["next"], 9);
+  EXPECT_THAT(get(p, "/v1/windows?limit=0"), HasSubstr("HTTP/1.1 400"));
+}
+
+// The dashboard: its page at "/" and at each uid's address, its files under
+// /assets/, each file the page names present, and a policy that lets the
+// page load only its own files and talk only to its own server.
+TEST_F(ApiTest, ServesTheDashboardAndItsFiles) {
+  auto p = server_->port();
+  for (const char* page : {"/", "/uid/2", "/uid/65535", "/?refresh=1"}) {
+    SCOPED_TRACE(page);
+    auto r = get(p, page);
+    ASSERT_THAT(r, HasSubstr("HTTP/1.1 200"));
+    EXPECT_THAT(header_of(r, "Content-Type"), HasSubstr("text/html"));
+    EXPECT_THAT(header_of(r, "Content-Security-Policy"), HasSubstr("default-src 'none'; script-src 'self'"));
+    EXPECT_EQ(header_of(r, "X-Content-Type-Options"), "nosniff");
+    EXPECT_THAT(body_of(r), HasSubstr("<script type=\"module\" src=\"/assets/dashboard.js\">"));
+  }
+  // Every file index.html and the scripts refer to is served, with its type.
+  const std::string index = body_of(get(p, "/"));
+  std::vector<std::string> referred;
+  for (const std::string attr : {"src=\"", "href=\""}) {
+    for (auto at = index.find(attr); at != std::string::npos; at = index.find(attr, at + 1)) {
+      const auto start = at + attr.size();
+      const std::string ref = index.substr(start, index.find('"', start) - start);
+      if (ref.starts_with("/assets/")) referred.push_back(ref);
+    }
+  }
+  const std::string script = body_of(get(p, "/assets/dashboard.js"));
+  EXPECT_THAT(script, HasSubstr("from \"./charts.js\""));
+  referred.push_back("/assets/charts.js");
+  EXPECT_GE(referred.size(), 4u);  // icon, style, script, its module
+  for (const auto& ref : referred) {
+    SCOPED_TRACE(ref);
+    auto r = get(p, ref);
+    EXPECT_THAT(r, HasSubstr("HTTP/1.1 200"));
+    EXPECT_FALSE(body_of(r).empty());
+    const std::string type = header_of(r, "Content-Type");
+    const char* want = ref.ends_with(".js") ? "text/javascript" : ref.ends_with(".css") ? "text/css" : "image/svg+xml";
+    EXPECT_THAT(type, HasSubstr(want));
+    EXPECT_EQ(header_of(r, "ETag").size(), 18u);
+  }
+  // Every path the routes reach in the page's script is one the API answers.
+  for (const char* route : {"\"/healthz\"", "\"/v1/scores\"", "`/v1/progress?limit=", "`/v1/windows?limit=",
+                            "\"/v1/weights/history?limit=", "`/v1/miners/${uid}?limit="}) {
+    EXPECT_THAT(script, HasSubstr(route));
+  }
+  for (const char* missing : {"/assets/nope.js", "/assets/../index.html"}) {
+    EXPECT_THAT(get(p, missing), HasSubstr("HTTP/1.1 404")) << missing;
+  }
+  for (const char* not_a_page : {"/uid/", "/uid/abc", "/uid/123456", "/index.htm"}) {
+    auto r = get(p, not_a_page);
+    EXPECT_THAT(r, HasSubstr("HTTP/1.1 404")) << not_a_page;
+    EXPECT_THAT(header_of(r, "Content-Type"), HasSubstr("application/json")) << not_a_page;
+  }
+}
+
 TEST_F(ApiTest, NeverWritesTheState) {
   auto before = db_->scan(storage::Family::kRatings, "");
   for (int i = 0; i < 5; ++i) get(server_->port(), "/v1/scores");

@@ -3,7 +3,8 @@
 // and one validator as real processes, each with its own store folder;
 // windows of a few seconds. It prints each window as the validator finishes
 // it, writes summary.json and progress.svg (--out), prints the validator's
-// score table read from its HTTP API, and stops everything.
+// score table read from its HTTP API, and stops everything; with --keep it
+// prints the dashboard's URL instead and runs on until Ctrl-C.
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -49,6 +50,7 @@ struct DemoArgs {
   std::vector<std::string> bad_miners;         // noise | zero | copy, one uid each
   std::vector<std::string> validator_options;  // KEY=VALUE lines for [validator]
   std::string store = "file";                  // file: folders; s3: buckets on a local radosgw
+  bool keep = false;                           // run on after --windows, dashboard open, until Ctrl-C
 };
 
 std::atomic<bool> g_interrupted{false};
@@ -276,7 +278,8 @@ rpc_url = "{}"
     if (p.is_ok()) procs.push_back(*p);
     return p.status();
   };
-  fmt::print("[4/5] starting the validator (uid 0, API http://127.0.0.1:{}) and {} miners\n", api_port, a.miners);
+  fmt::print("[4/5] starting the validator (uid 0, dashboard and API http://127.0.0.1:{}/) and {} miners\n", api_port,
+             a.miners);
   const std::string vtoml = (run / "validator.toml").string();
   auto vstorage = storage_of("validator");
   if (!vstorage.is_ok()) return fail("validator store", vstorage.status());
@@ -353,7 +356,29 @@ progress = "off"
   std::size_t printed = 0;
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::seconds(60 + 3 * a.windows * static_cast<int>(a.blocks_per_window));
-  while (seen < a.windows && !g_interrupted.load() && std::chrono::steady_clock::now() < deadline) {
+  const std::string api_url = fmt::format("http://127.0.0.1:{}", api_port);
+  // After --windows: summary.json, progress.svg and the score table; with
+  // --keep the network then runs on, its dashboard open, until Ctrl-C.
+  auto report = [&]() {
+    int rc = kExitOk;
+    if (Status st = write_report(api_url, uids, a.out); !st.is_ok()) {
+      fmt::print(stderr, "demo: writing {}: {}\n", a.out, st.to_string());
+      rc = kExitFailure;
+    }
+    auto body = http_get(api_url + "/v1/scores");
+    if (body.is_ok()) {
+      auto table = format_scores(*body);
+      fmt::print("\nscores (crucible scores --url {}):\n{}", api_url, table.is_ok() ? *table : *body);
+    } else {
+      fmt::print(stderr, "demo: reading the scores: {}\n", body.status().message());
+      rc = kExitFailure;
+    }
+    return rc;
+  };
+  int rc = kExitOk;
+  bool reported = false;
+  while (!g_interrupted.load() && (a.keep ? true : seen < a.windows)) {
+    if (!reported && seen < a.windows && std::chrono::steady_clock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     for (auto& p : procs) {
       if (exited(p)) {
@@ -376,24 +401,21 @@ progress = "off"
       at = end;
     }
     seen = count;
+    if (a.keep && !reported && seen >= a.windows) {
+      rc = report();
+      reported = true;
+      fmt::print("\ndashboard: {}/  (the network keeps running; Ctrl-C stops it)\n", api_url);
+      std::fflush(stdout);
+    }
   }
-  int rc = kExitOk;
   if (seen < a.windows) {
     fmt::print(stderr, "demo: the validator finished {} of {} windows in time (logs in {})\n", seen, a.windows,
                (run / "logs").string());
     rc = g_interrupted.load() ? kExitOk : kExitFailure;
   }
-  if (Status st = write_report(fmt::format("http://127.0.0.1:{}", api_port), uids, a.out); !st.is_ok()) {
-    fmt::print(stderr, "demo: writing {}: {}\n", a.out, st.to_string());
-    rc = kExitFailure;
-  }
-  auto body = http_get(fmt::format("http://127.0.0.1:{}/v1/scores", api_port));
-  if (body.is_ok()) {
-    auto table = format_scores(*body);
-    fmt::print("\nscores (crucible scores --url http://127.0.0.1:{}):\n{}", api_port, table.is_ok() ? *table : *body);
-  } else {
-    fmt::print(stderr, "demo: reading the scores: {}\n", body.status().message());
-    rc = kExitFailure;
+  if (!reported) {
+    const int r = report();
+    if (rc == kExitOk) rc = r;
   }
   adversaries.clear();
   stop_all(procs);
@@ -438,6 +460,8 @@ void add_demo_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--blocks-per-window", args->blocks_per_window, "Blocks per window (1 s each)")
       ->capture_default_str()
       ->check(CLI::Range(4, 1000));
+  cmd->add_flag("--keep", args->keep,
+                "After --windows, print the dashboard's URL and keep the network running until Ctrl-C");
   cmd->callback([args, &exit_code] { exit_code = run_demo(*args); });
 }
 

@@ -8,6 +8,7 @@
 #include "crucible/common/metrics.h"
 #include "crucible/common/version.h"
 #include "crucible/validator/api_server.h"
+#include "crucible/validator/dashboard.h"
 #include "crucible/validator/state.h"
 
 namespace crucible::validator {
@@ -157,6 +158,49 @@ ApiResponse window(storage::StateStore& db, std::string_view arg) {
   return reply(200, body);
 }
 
+// Every committed window at a glance (the dashboard's per-window charts):
+// uids with a result, how many uploaded, how many were valid, rejections
+// counted by reason, bytes received, whether this validator led it.
+ApiResponse windows_route(storage::StateStore& db, const Page& page) {
+  auto marks = db.scan(storage::Family::kWindowProgress, "window/");
+  if (!marks.is_ok()) return error(500, marks.status().to_string());
+  std::vector<json> items;
+  for (const auto& [k, v] : *marks) {
+    if (auto w = parse_int<std::uint64_t>(std::string_view(k).substr(7))) items.push_back({{"window", *w}});
+  }
+  json body = paged(items, page, json::object(), "windows");
+  for (json& item : body["windows"]) {
+    const auto w = item["window"].get<std::uint64_t>();
+    auto rows = db.scan(storage::Family::kWindowScores, window_prefix(w));
+    if (!rows.is_ok()) return error(500, rows.status().to_string());
+    std::size_t results = 0, uploaded = 0, valid = 0;
+    json rejections = json::object();
+    item["lead"] = false;
+    item["bytes_received"] = 0;
+    for (const auto& [k, v] : *rows) {
+      json r = parse_value(v);
+      if (!r.is_object()) continue;
+      if (k.ends_with("summary")) {
+        item["lead"] = r.value("lead", false);
+        item["bytes_received"] = r.value("bytes_received", std::uint64_t{0});
+        continue;
+      }
+      ++results;
+      if (r.value("uploaded", false)) ++uploaded;
+      if (r.value("valid", false)) ++valid;
+      if (r.contains("reason") && r["reason"].is_string()) {
+        const std::string reason = r["reason"].get<std::string>();
+        rejections[reason] = rejections.value(reason, 0) + 1;
+      }
+    }
+    item["uids"] = results;
+    item["uploaded"] = uploaded;
+    item["valid"] = valid;
+    item["rejections"] = std::move(rejections);
+  }
+  return reply(200, body);
+}
+
 // The rows of `family` under `prefix`, oldest first.
 Result<std::vector<json>> rows_of(storage::StateStore& db, storage::Family family, std::string_view prefix) {
   CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db.scan(family, prefix));
@@ -215,7 +259,8 @@ ResponseCache& response_cache() {
 
 ApiResponse route(storage::StateStore& db, const ScoringParams& scoring, std::string_view path,
                   std::string_view query) {
-  const bool history = path == "/v1/progress" || path == "/v1/weights/history" || path.starts_with("/v1/miners/");
+  const bool history = path == "/v1/progress" || path == "/v1/weights/history" || path == "/v1/windows" ||
+                       path.starts_with("/v1/miners/");
   Page page;
   if (history) {
     auto p = page_of(query);
@@ -229,6 +274,7 @@ ApiResponse route(storage::StateStore& db, const ScoringParams& scoring, std::st
   if (path == "/v1/weights/history") return weights_history_route(db, page);
   if (path == "/v1/progress") return progress_route(db, page);
   if (path.starts_with("/v1/miners/")) return miner(db, scoring, path.substr(11), page);
+  if (path == "/v1/windows") return windows_route(db, page);
   if (path.starts_with("/v1/windows/")) return window(db, path.substr(12));
   return error(404, "unknown path");
 }
@@ -240,6 +286,7 @@ ApiResponse handle_get(storage::StateStore& db, const ScoringParams& scoring, st
   const std::string_view path = target.substr(0, q);
   const std::string_view query = q == std::string_view::npos ? std::string_view() : target.substr(q + 1);
   if (path == "/healthz") return health(db);
+  if (auto page = dashboard_get(path)) return *page;  // the same files whatever the query
   if (path == "/metrics") return {200, "text/plain; version=0.0.4", metrics::global().render(), "no-store"};
   ResponseCache& c = response_cache();
   const std::uint64_t seq = db.sequence();

@@ -3,11 +3,10 @@
 // each with its own handler. Read-only: GET only, no request
 // bodies. Limits on the request head, open connections and idle time.
 //
-// Every 200 answer carries a strong ETag (XXH64 of the body) and the
-// handler's Cache-Control; a request whose If-None-Match names that tag
-// gets 304 and no body. Errors are JSON: 400 malformed request, 405 other
-// methods, 413 a request with a body, 431 a head over the limit, 503 over
-// the connection limit.
+// Every answer carries X-Content-Type-Options: nosniff. Every 200 answer carries a strong ETag (XXH64 of the body) and
+// the handler's Cache-Control; a request whose If-None-Match names that tag gets 304 and no body. Errors are JSON: 400
+// malformed request, 405 other methods, 413 a request with a body, 431 a head over the limit, 503 over the connection
+// limit.
 #pragma once
 
 #include <cstdint>
@@ -28,8 +27,9 @@ struct Response {
   int status = 200;
   std::string content_type = "application/json";
   std::string body;
-  std::string cache_control = "no-cache";  // revalidate with the ETag before reuse
-  std::string etag = {};                   // of a 200's body; the server computes it when empty
+  std::string cache_control = "no-cache";    // revalidate with the ETag before reuse
+  std::string etag = {};                     // of a 200's body; the server computes it when empty
+  std::string content_security_policy = {};  // sent when set (the dashboard's pages)
 };
 
 using Handler = std::function<Response(const Request&)>;
