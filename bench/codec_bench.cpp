@@ -1,18 +1,31 @@
-// Codec throughput (parameters per second): crucible's CPU fast path against
-// a plain reference written with libtorch tensor ops, in the same run.
+// The codec against the machine and against libtorch, in one run.
 //
-//   codec_bench [--threads 2] [--repeat 3]
+//   codec_bench [--set llama|1b|all] [--threads 2] [--repeat 3] [--peers 15]
 //
-// Encode = top-k per block + 2-bit quantisation; decode = dense tensor from
-// the kept values; aggregate = the §8 merge of 4 peers. Sizes: 1M, 25M, 100M
-// parameters (one 2-D tensor each). Prints params/s of both and the ratio,
-// and the wire bytes per parameter of one window's update.
+// First a plain copy measures the memory bandwidth (bytes read + written
+// per second, on --threads threads). Then, on a parameter set of many
+// tensors (llama: a LLaMA-like model of dim 512, 25M parameters; 1b: dim
+// 2048, 1.0B parameters), tensor by tensor:
+//   encode  the error-feedback step with compression (kernels::error_feedback_step:
+//           e = beta*e + delta, top-k per block, 2-bit codes, e -= sent):
+//           reads delta and e, writes e: 12 bytes per parameter at least;
+//   decode  a dense tensor from one compressed tensor: writes 4 bytes/param;
+//   merge   the §8 merge of --peers peers into a dense tensor: 4 bytes/param;
+// each against the same computation written with libtorch tensor ops (the
+// reference: view/permute into blocks, abs().topk, sort, gather, round,
+// masked_select, scatter_, dense double sums), on the same threads. Prints
+// parameters/s, the ratio to the reference, and the fraction of the
+// bandwidth bound (copy bandwidth / bytes per parameter). Last, whether
+// encode gives the same bytes on 1 thread and on --threads.
 #include <torch/torch.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
+#include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -37,117 +50,245 @@ double median_seconds(int repeat, F f) {
   return t[t.size() / 2];
 }
 
+struct Spec {
+  std::string name;
+  std::vector<std::int64_t> shape;
+  std::int64_t numel() const {
+    std::int64_t n = 1;
+    for (auto d : shape) n *= d;
+    return n;
+  }
+};
+
+// A LLaMA-like model's matrices and norms: per layer q, k, v, o [dim, dim],
+// gate and up [4 dim, dim], down [dim, 4 dim], two norms [dim].
+std::vector<Spec> llama_like(std::int64_t dim, int layers) {
+  std::vector<Spec> s;
+  for (int l = 0; l < layers; ++l) {
+    for (const char* m : {"q", "k", "v", "o"}) s.push_back({fmt::format("l{}.{}", l, m), {dim, dim}});
+    s.push_back({fmt::format("l{}.gate", l), {4 * dim, dim}});
+    s.push_back({fmt::format("l{}.up", l), {4 * dim, dim}});
+    s.push_back({fmt::format("l{}.down", l), {dim, 4 * dim}});
+    s.push_back({fmt::format("l{}.attn_norm", l), {dim}});
+    s.push_back({fmt::format("l{}.mlp_norm", l), {dim}});
+  }
+  s.push_back({"norm", {dim}});
+  return s;
+}
+
+// Bytes read + written per second by memcpy of a large buffer on `threads` threads.
+double copy_bandwidth(int threads, int repeat) {
+  const std::size_t n = std::size_t{1} << 28;  // 256 MiB each way
+  std::vector<char> a(n, 1), b(n, 0);
+  const double s = median_seconds(repeat + 2, [&] {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        const std::size_t first = n * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
+        const std::size_t last = n * static_cast<std::size_t>(t + 1) / static_cast<std::size_t>(threads);
+        std::memcpy(b.data() + first, a.data() + first, last - first);
+      });
+    }
+    for (auto& th : pool) th.join();
+  });
+  if (b[n / 2] != 1) std::abort();
+  return 2.0 * static_cast<double>(n) / s;
+}
+
 torch::Tensor blocks_of(const torch::Tensor& x, const BlockLayout& l) {
   return x.view({l.blocks_down(), l.block_rows, l.blocks_across(), l.block_cols})
       .permute({0, 2, 1, 3})
       .reshape({l.num_blocks(), l.block_elems()});
 }
 
+torch::Tensor unblock(const torch::Tensor& b, const BlockLayout& l) {
+  return b.view({l.blocks_down(), l.blocks_across(), l.block_rows, l.block_cols})
+      .permute({0, 2, 1, 3})
+      .reshape({l.rows, l.cols});
+}
+
 struct RefEncoded {
-  torch::Tensor idx;  // [nb, k]
-  torch::Tensor q;    // [nb, k] codes
-  torch::Tensor lookup;
-  double shift;
+  torch::Tensor idx;     // [nb, k]
+  torch::Tensor codes;   // [nb, k]
+  torch::Tensor lookup;  // [4] double
+  double shift = 0;
 };
 
-RefEncoded ref_encode(const torch::Tensor& x, const BlockLayout& l) {
-  auto b = blocks_of(x, l);
+torch::Tensor ref_dense(const RefEncoded& e, const BlockLayout& l) {
+  auto values = (e.lookup.index_select(0, e.codes.flatten()) + e.shift).to(torch::kFloat32).view(e.codes.sizes());
+  auto dense = torch::zeros({l.num_blocks(), l.block_elems()}, torch::kFloat32);
+  dense.scatter_(1, e.idx, values);
+  return unblock(dense, l);
+}
+
+// The error-feedback step in libtorch ops (the reference for encode).
+RefEncoded ref_encode(torch::Tensor& ef, const torch::Tensor& delta, double beta, const BlockLayout& l) {
+  ef.mul_(beta).add_(delta);
+  auto b = blocks_of(ef.view({l.rows, l.cols}), l);
   auto idx = std::get<0>(std::get<1>(b.abs().topk(l.k, 1, true, false)).sort(1));
   auto v = b.gather(1, idx).to(torch::kFloat64);
-  double shift = v.mean().item<double>();
+  const double shift = v.mean().item<double>();
   auto c = v - shift;
-  double scale = 6.0 * (c.norm().item<double>() / std::sqrt(double(c.numel() - 1))) / 4.0;
+  const double scale = 6.0 * (c.norm().item<double>() / std::sqrt(double(c.numel() - 1))) / 4.0;
   auto q = torch::clamp(torch::round(c / scale + 2), 0, 3);
   auto lookup = torch::zeros({4}, torch::kFloat64);
   for (int k = 0; k < 4; ++k) {
     auto m = q == k;
     if (m.any().item<bool>()) lookup[k] = c.masked_select(m).mean();
   }
-  return {idx, q.to(torch::kInt64), lookup, shift};
+  RefEncoded r{idx, q.to(torch::kInt64), lookup, shift};
+  ef.view({l.rows, l.cols}).sub_(ref_dense(r, l));
+  return r;
 }
 
-torch::Tensor ref_decode(const RefEncoded& e, const BlockLayout& l) {
-  auto values = (e.lookup.index_select(0, e.q.flatten()) + e.shift).to(torch::kFloat32).view(e.q.sizes());
-  auto dense = torch::zeros({l.num_blocks(), l.block_elems()}, torch::kFloat32);
-  dense.scatter_(1, e.idx, values);
-  return dense.view({l.blocks_down(), l.blocks_across(), l.block_rows, l.block_cols})
-      .permute({0, 2, 1, 3})
-      .reshape({l.rows, l.cols});
-}
-
-torch::Tensor ref_aggregate(const std::vector<RefEncoded>& peers, const BlockLayout& l) {
+torch::Tensor ref_merge(const std::vector<RefEncoded>& peers, const BlockLayout& l) {
   std::vector<torch::Tensor> dense;
   std::vector<double> norms;
   for (const auto& p : peers) {
-    dense.push_back(ref_decode(p, l));
+    dense.push_back(ref_dense(p, l));
     norms.push_back(dense.back().to(torch::kFloat64).norm().item<double>());
   }
-  double median = median_of(norms);
+  const double median = median_of(norms);
   auto sum = torch::zeros({l.rows, l.cols}, torch::kFloat64);
   auto count = torch::zeros({l.rows, l.cols}, torch::kFloat64);
   for (std::size_t i = 0; i < dense.size(); ++i) {
-    double s = norms[i] > median ? median / norms[i] : 1.0;
+    const double s = norms[i] > median ? median / norms[i] : 1.0;
     sum += dense[i].to(torch::kFloat64) * s;
     count += (dense[i] != 0).to(torch::kFloat64);
   }
   return (sum / count.clamp_min(1)).to(torch::kFloat32);
 }
 
+// A peer's update as it would arrive: k distinct random indices per block,
+// random codes, plausible quantisation parameters.
+CompressedTensor random_peer(const BlockLayout& l, std::mt19937_64& rng) {
+  CompressedTensor c;
+  c.layout = l;
+  c.indices.resize(static_cast<std::size_t>(l.kept()));
+  c.codes.resize(c.indices.size());
+  std::vector<std::uint16_t> all(static_cast<std::size_t>(l.block_elems()));
+  for (std::size_t j = 0; j < all.size(); ++j) all[j] = static_cast<std::uint16_t>(j);
+  for (std::int64_t b = 0; b < l.num_blocks(); ++b) {
+    for (int i = 0; i < l.k; ++i) std::swap(all[static_cast<std::size_t>(i)], all[i + rng() % (all.size() - i)]);
+    std::sort(all.begin(), all.begin() + l.k);
+    std::copy(all.begin(), all.begin() + l.k, c.indices.begin() + b * l.k);
+  }
+  for (auto& code : c.codes) code = static_cast<std::uint8_t>(rng() & 3);
+  std::uniform_real_distribution<float> u(0.5f, 1.5f);
+  const float s = u(rng) * 0.01f;
+  c.quant = {0.0001f, s, {-1.5f * s, -0.5f * s, 0.5f * s, 1.5f * s}};
+  return c;
+}
+
+RefEncoded ref_of(const CompressedTensor& c) {
+  const auto& l = c.layout;
+  auto idx = torch::empty({l.num_blocks(), l.k}, torch::kInt64);
+  auto codes = torch::empty({l.num_blocks(), l.k}, torch::kInt64);
+  for (std::size_t i = 0; i < c.indices.size(); ++i) {
+    idx.data_ptr<std::int64_t>()[i] = c.indices[i];
+    codes.data_ptr<std::int64_t>()[i] = c.codes[i];
+  }
+  auto lookup = torch::empty({4}, torch::kFloat64);
+  for (int b = 0; b < 4; ++b) lookup[b] = static_cast<double>(c.quant.lookup[static_cast<std::size_t>(b)]);
+  return {idx, codes, lookup, static_cast<double>(c.quant.shift)};
+}
+
+struct Row {
+  double ours = 0, ref = 0;  // seconds, summed over tensors
+};
+
+void run_set(const std::string& set, const std::vector<Spec>& specs, int threads, int repeat, int peers,
+             double bandwidth) {
+  std::int64_t total = 0;
+  for (const auto& s : specs) total += s.numel();
+  fmt::print("\n## {}: {} tensors, {:.1f}M parameters\n\n", set, specs.size(), static_cast<double>(total) / 1e6);
+  std::fflush(stdout);
+  const float beta = 0.95f;
+  Row enc, dec, merge;
+  std::mt19937_64 rng(7);
+  bool identical = true;
+  for (const auto& spec : specs) {
+    const auto l = layout_for(spec.shape).value();
+    const auto n = static_cast<std::size_t>(spec.numel());
+    auto delta = torch::randn({spec.numel()}) * 0.01;
+    auto ef = torch::randn({spec.numel()}) * 0.001;
+    auto ef_ref = ef.clone();
+    std::span<const float> d(delta.data_ptr<float>(), n);
+    std::span<float> e(ef.data_ptr<float>(), n);
+
+    // Same bytes on 1 thread as on `threads` (on a copy, first).
+    {
+      auto e1 = ef.clone(), e2 = ef.clone();
+      auto a = error_feedback_step({e1.data_ptr<float>(), n}, d, spec.shape, beta, 1).value();
+      auto b = error_feedback_step({e2.data_ptr<float>(), n}, d, spec.shape, beta, threads).value();
+      identical = identical && a.indices == b.indices && a.codes == b.codes &&
+                  std::memcmp(&a.quant, &b.quant, sizeof a.quant) == 0 && torch::equal(e1, e2);
+    }
+    CompressedTensor c;
+    enc.ours += median_seconds(repeat, [&] { c = error_feedback_step(e, d, spec.shape, beta, threads).value(); });
+    RefEncoded r;
+    enc.ref += median_seconds(repeat, [&] { r = ref_encode(ef_ref, delta, beta, l); });
+
+    std::vector<float> out(n);
+    dec.ours += median_seconds(repeat, [&] { (void)decompress(c, out, threads); });
+    dec.ref += median_seconds(repeat, [&] { (void)ref_dense(r, l); });
+
+    std::vector<CompressedTensor> ps;
+    std::vector<RefEncoded> refs;
+    for (int p = 0; p < peers; ++p) {
+      ps.push_back(random_peer(l, rng));
+      refs.push_back(ref_of(ps.back()));
+    }
+    std::vector<PeerUpdate> updates;
+    for (int p = 0; p < peers; ++p)
+      updates.push_back({static_cast<std::uint16_t>(p), &ps[static_cast<std::size_t>(p)]});
+    merge.ours += median_seconds(repeat, [&] { (void)aggregate(updates, out, threads); });
+    merge.ref += median_seconds(repeat, [&] { (void)ref_merge(refs, l); });
+  }
+  const double n = static_cast<double>(total);
+  fmt::print("| op | bytes/param | crucible Mparam/s | libtorch-ops Mparam/s | vs libtorch | of bandwidth bound |\n");
+  fmt::print("|---|---|---|---|---|---|\n");
+  auto line = [&](const char* op, double bytes, const Row& r) {
+    const double bound = bandwidth / bytes;  // params/s if only memory counted
+    fmt::print("| {} | {:.0f} | {:.1f} | {:.1f} | {:.2f}x | {:.0f}% |\n", op, bytes, n / r.ours / 1e6, n / r.ref / 1e6,
+               r.ref / r.ours, 100.0 * (n / r.ours) / bound);
+  };
+  line("encode (error feedback + compress)", 12, enc);
+  line("decode", 4, dec);
+  line(fmt::format("merge {} peers", peers).c_str(), 4, merge);
+  fmt::print("\nencode on 1 thread and on {} threads: {}\n", threads,
+             identical ? "the same bytes" : "DIFFERENT BYTES (a bug)");
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int threads = 2, repeat = 3;
+  int threads = 2, repeat = 3, peers = 15;
+  std::string set = "llama";
   for (int i = 1; i + 1 < argc; i += 2) {
-    std::string a = argv[i];
-    if (a == "--threads") threads = std::atoi(argv[i + 1]);
-    if (a == "--repeat") repeat = std::atoi(argv[i + 1]);
+    const std::string a = argv[i];
+    if (a == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else if (a == "--repeat")
+      repeat = std::atoi(argv[i + 1]);
+    else if (a == "--peers")
+      peers = std::atoi(argv[i + 1]);
+    else if (a == "--set")
+      set = argv[i + 1];
+    else {
+      fmt::print(stderr, "usage: codec_bench [--set llama|1b|all] [--threads N] [--repeat N] [--peers N]\n");
+      return 2;
+    }
   }
   torch::set_num_threads(threads);
   torch::manual_seed(1);
-  fmt::print("threads {} (crucible and torch intra-op), median of {}\n\n", threads, repeat);
-  fmt::print("| params | op | crucible Mparam/s | libtorch-ops Mparam/s | ratio |\n|---|---|---|---|---|\n");
-  const std::vector<std::vector<std::int64_t>> shapes = {{1024, 1024}, {4096, 6144}, {10240, 10240}};
-  std::vector<std::string> wire;
-  for (const auto& shape : shapes) {
-    auto l = layout_for(shape).value();
-    const double n = static_cast<double>(l.rows * l.cols);
-    const std::string label = fmt::format("{:.0f}M", n / 1e6);
-    std::vector<torch::Tensor> xs;
-    for (int p = 0; p < 4; ++p) xs.push_back(torch::randn({l.rows, l.cols}) * 0.01);
-    std::span<const float> x0(xs[0].data_ptr<float>(), static_cast<std::size_t>(n));
-
-    CompressedTensor c;
-    double ours = median_seconds(repeat, [&] { c = compress(x0, shape, threads).value(); });
-    RefEncoded r;
-    double ref = median_seconds(repeat, [&] { r = ref_encode(xs[0], l); });
-    fmt::print("| {} | encode | {:.1f} | {:.1f} | {:.2f}x |\n", label, n / ours / 1e6, n / ref / 1e6, ref / ours);
-
-    std::vector<float> out(static_cast<std::size_t>(n));
-    ours = median_seconds(repeat, [&] { (void)decompress(c, out); });
-    ref = median_seconds(repeat, [&] { (void)ref_decode(r, l); });
-    fmt::print("| {} | decode | {:.1f} | {:.1f} | {:.2f}x |\n", label, n / ours / 1e6, n / ref / 1e6, ref / ours);
-
-    std::vector<CompressedTensor> peers;
-    std::vector<RefEncoded> ref_peers;
-    for (int p = 0; p < 4; ++p) {
-      std::span<const float> xp(xs[static_cast<std::size_t>(p)].data_ptr<float>(), static_cast<std::size_t>(n));
-      peers.push_back(compress(xp, shape, threads).value());
-      ref_peers.push_back(ref_encode(xs[static_cast<std::size_t>(p)], l));
-    }
-    std::vector<PeerUpdate> updates;
-    for (int p = 0; p < 4; ++p) updates.push_back({static_cast<std::uint16_t>(p), &peers[static_cast<std::size_t>(p)]});
-    ours = median_seconds(repeat, [&] { (void)aggregate(updates, out); });
-    ref = median_seconds(repeat, [&] { (void)ref_aggregate(ref_peers, l); });
-    fmt::print("| {} | aggregate 4 peers | {:.1f} | {:.1f} | {:.2f}x |\n", label, n / ours / 1e6, n / ref / 1e6,
-               ref / ours);
-    std::fflush(stdout);
-
-    double bytes = static_cast<double>(packed12_size(c.indices.size()) + packed2_size(c.codes.size()) + 24);
-    wire.push_back(fmt::format("| {} | {} kept | {:.0f} bytes | {:.4f} bytes/param | {:.0f}x smaller than fp32 |",
-                               label, c.indices.size(), bytes, bytes / n, 4 * n / bytes));
-  }
-  fmt::print(
-      "\n| params | kept values | indices + codes + quant | per parameter | vs dense fp32 |\n|---|---|---|---|---|\n");
-  for (const auto& w : wire) fmt::print("{}\n", w);
+  const double bw = copy_bandwidth(threads, repeat);
+  fmt::print("threads {} (crucible and torch intra-op), median of {} per tensor\n", threads, repeat);
+  fmt::print("copy bandwidth (read + write, {} threads): {:.1f} GB/s\n", threads, bw / 1e9);
+  if (set == "llama" || set == "all")
+    run_set("llama (dim 512, 6 layers)", llama_like(512, 6), threads, repeat, peers, bw);
+  if (set == "1b" || set == "all")
+    run_set("1b (dim 2048, 15 layers)", llama_like(2048, 15), threads, repeat, peers, bw);
   return 0;
 }

@@ -11,3 +11,15 @@ Status pack_indices12(std::span<const std::uint16_t>, std::span<std::uint8_t>) {
 }
 
 }  // namespace crucible::kernels::cuda
+
+#include "crucible/kernels/backend.h"
+
+namespace crucible::kernels {
+
+Result<std::unique_ptr<Backend>> cuda_backend(int device) {
+  return unimplemented("cuda:{}: this build has no CUDA kernels (CRUCIBLE_CUDA=OFF)", device);
+}
+
+Memory memory_of(const void*) noexcept { return Memory::kHost; }
+
+}  // namespace crucible::kernels

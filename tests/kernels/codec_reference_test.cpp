@@ -49,7 +49,7 @@ TEST(CodecReference, Quant2MatchesTorchOps) {
   auto v = torch::randn({50'000}, torch::kFloat32) * 0.01;
   std::vector<std::uint8_t> codes(static_cast<std::size_t>(v.numel()));
   std::span<const float> vs(v.data_ptr<float>(), static_cast<std::size_t>(v.numel()));
-  Quant2 q = quantize2(vs, codes);
+  Quant2 q = quantize2(vs, codes, 64, 2);  // runs of 64, as a layout keeps per block
 
   auto vd = v.to(torch::kFloat64);
   double shift = vd.mean().item<double>();

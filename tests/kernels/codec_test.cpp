@@ -50,7 +50,7 @@ TEST(Chunking, Layouts) {
 TEST(Quant2, VectorFromReference) {
   std::vector<float> v = {0.5f, -1.25f, 2.0f, 0.1f, -0.3f, 0.0f, 1.1f, -2.2f};
   std::vector<std::uint8_t> codes(v.size());
-  Quant2 q = quantize2(v, codes);
+  Quant2 q = quantize2(v, codes, 0);
   EXPECT_NEAR(q.shift, -0.006250, 1e-6);
   EXPECT_NEAR(q.scale, 1.960864, 1e-6);
   EXPECT_EQ(codes, (std::vector<std::uint8_t>{2, 1, 3, 2, 2, 2, 3, 1}));

@@ -1,7 +1,15 @@
+// The §8 merge over the kept coordinates only: per block, every peer's kept
+// values are added into a block-sized double accumulator in uid order (the
+// same additions, in the same order, as a dense sum would make), and only
+// the touched coordinates are divided and written. Blocks are independent,
+// so they run in parallel; the result is the same bytes for every thread count.
 #include "crucible/kernels/aggregate.h"
 
 #include <algorithm>
 #include <cmath>
+
+#include "cpu_ops.h"
+#include "parallel.h"
 
 namespace crucible::kernels {
 
@@ -12,59 +20,117 @@ double median_of(std::vector<double> v) {
   return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
 
-Status aggregate(std::vector<PeerUpdate> peers, std::span<float> out) {
-  std::fill(out.begin(), out.end(), 0.0f);
-  if (peers.empty()) return Status::ok();
-  std::sort(peers.begin(), peers.end(), [](const PeerUpdate& a, const PeerUpdate& b) { return a.uid < b.uid; });
+Status aggregate(std::vector<PeerUpdate> peers, std::span<float> out, int threads) {
+  if (peers.empty()) {
+    std::fill(out.begin(), out.end(), 0.0f);
+    return Status::ok();
+  }
   const BlockLayout& l = peers[0].tensor->layout;
   if (static_cast<std::int64_t>(out.size()) != l.rows * l.cols) return invalid_argument("aggregate: wrong output size");
-  for (std::size_t i = 0; i < peers.size(); ++i) {
-    const BlockLayout& p = peers[i].tensor->layout;
-    if (p.rows != l.rows || p.cols != l.cols || p.block_rows != l.block_rows || p.block_cols != l.block_cols ||
-        p.k != l.k) {
-      return invalid_argument("aggregate: uid {} has another layout", peers[i].uid);
+  std::vector<MergePeer> merge;
+  for (const PeerUpdate& p : peers) {
+    const BlockLayout& pl = p.tensor->layout;
+    if (pl.rows != l.rows || pl.cols != l.cols || pl.block_rows != l.block_rows || pl.block_cols != l.block_cols ||
+        pl.k != l.k) {
+      return invalid_argument("aggregate: uid {} has another layout", p.uid);
     }
-    if (i > 0 && peers[i].uid == peers[i - 1].uid) return invalid_argument("aggregate: uid {} twice", peers[i].uid);
-  }
-  // Dequantised values and norms, peer by peer in uid order.
-  std::vector<std::vector<float>> values(peers.size());
-  std::vector<double> norms(peers.size());
-  for (std::size_t i = 0; i < peers.size(); ++i) {
-    const CompressedTensor& t = *peers[i].tensor;
+    const CompressedTensor& t = *p.tensor;
     if (t.indices.size() != static_cast<std::size_t>(l.kept()) || t.codes.size() != t.indices.size()) {
-      return data_loss("aggregate: uid {} has {} entries, the layout keeps {}", peers[i].uid, t.indices.size(),
-                       l.kept());
+      return data_loss("aggregate: uid {} has {} entries, the layout keeps {}", p.uid, t.indices.size(), l.kept());
     }
-    values[i].resize(t.codes.size());
-    dequantize2(t.quant, t.codes, values[i]);
-    double sq = 0;
-    for (float v : values[i]) {
-      if (!std::isfinite(v)) return invalid_argument("aggregate: uid {} has a non-finite value", peers[i].uid);
-      sq += static_cast<double>(v) * v;
-    }
-    norms[i] = std::sqrt(sq);
+    merge.push_back({p.uid, t.indices.data(), t.codes.data(), t.quant});
   }
-  const double median = median_of(norms);
-  std::vector<double> sum(out.size(), 0.0);
-  std::vector<std::uint32_t> count(out.size(), 0);
+  return cpu::merge(l, merge, out.data(), threads);
+}
+
+namespace cpu {
+
+Status merge(const BlockLayout& l, std::span<const MergePeer> given, float* out, int threads) {
+  const std::int64_t n = l.rows * l.cols;
+  if (given.empty()) {
+    std::fill(out, out + n, 0.0f);
+    return Status::ok();
+  }
+  if (l.block_elems() > 4096) return invalid_argument("aggregate: blocks of {} exceed 4096", l.block_elems());
+  std::vector<MergePeer> peers(given.begin(), given.end());
+  std::sort(peers.begin(), peers.end(), [](const MergePeer& a, const MergePeer& b) { return a.uid < b.uid; });
+  const auto k = static_cast<std::size_t>(l.k);
+  const auto kept = static_cast<std::size_t>(l.kept());
   for (std::size_t i = 0; i < peers.size(); ++i) {
-    double scale = norms[i] > median && norms[i] > 0 ? median / norms[i] : 1.0;
-    const CompressedTensor& t = *peers[i].tensor;
-    for (std::int64_t b = 0; b < l.num_blocks(); ++b) {
-      for (int j = 0; j < l.k; ++j) {
-        std::size_t at = static_cast<std::size_t>(b * l.k + j);
-        if (t.indices[at] >= l.block_elems())
-          return data_loss("aggregate: uid {} has an index outside its block", peers[i].uid);
-        auto e = static_cast<std::size_t>(element_of(l, b, t.indices[at]));
-        sum[e] += scale * values[i][at];
-        ++count[e];
+    if (i > 0 && peers[i].uid == peers[i - 1].uid) return invalid_argument("aggregate: uid {} twice", peers[i].uid);
+    for (std::size_t j = 0; j < kept; ++j) {
+      if (peers[i].indices[j] >= l.block_elems()) {
+        return data_loss("aggregate: uid {} has an index outside its block", peers[i].uid);
+      }
+      if (j % k != 0 && peers[i].indices[j] <= peers[i].indices[j - 1]) {
+        return data_loss("aggregate: uid {} has indices not ascending within a block", peers[i].uid);
       }
     }
   }
-  for (std::size_t e = 0; e < out.size(); ++e) {
-    if (count[e] > 0) out[e] = static_cast<float>(sum[e] / count[e]);
+  // Each peer's dequantised values (lookup[code] + shift, in float) and its
+  // norm: per block in double in order, the blocks' sums added in block order.
+  const auto nb = static_cast<std::size_t>(l.num_blocks());
+  std::vector<std::array<float, 4>> value(peers.size());
+  std::vector<double> norms(peers.size());
+  parallel_for(static_cast<std::int64_t>(peers.size()), threads, 1, [&](std::int64_t a, std::int64_t b) {
+    for (auto i = static_cast<std::size_t>(a); i < static_cast<std::size_t>(b); ++i) {
+      for (std::size_t c = 0; c < 4; ++c) value[i][c] = peers[i].quant.lookup[c] + peers[i].quant.shift;
+      double total = 0;
+      for (std::size_t blk = 0; blk < nb; ++blk) {
+        double part = 0;
+        for (std::size_t j = blk * k; j < (blk + 1) * k; ++j) {
+          const double v = value[i][peers[i].codes[j] & 3];
+          part += v * v;
+        }
+        total += part;
+      }
+      norms[i] = std::sqrt(total);
+    }
+  });
+  for (std::size_t i = 0; i < peers.size(); ++i) {
+    // Float values squared cannot overflow a double sum: only inf or NaN make it non-finite.
+    if (!std::isfinite(norms[i])) return invalid_argument("aggregate: uid {} has a non-finite value", peers[i].uid);
   }
+  const double median = median_of(norms);
+  std::vector<double> scale(peers.size());
+  for (std::size_t i = 0; i < peers.size(); ++i) scale[i] = norms[i] > median && norms[i] > 0 ? median / norms[i] : 1.0;
+
+  // Strip by strip (block_rows rows, contiguous): zeros, then each block's
+  // touched coordinates. offset[j]: block-local index j's offset from its block.
+  const auto elems = static_cast<std::size_t>(l.block_elems());
+  std::vector<std::int64_t> offset(elems);
+  for (std::size_t j = 0; j < elems; ++j) {
+    offset[j] = static_cast<std::int64_t>(j) / l.block_cols * l.cols + static_cast<std::int64_t>(j) % l.block_cols;
+  }
+  const std::int64_t strip_elems = l.block_rows * l.cols;
+  parallel_for(l.blocks_down(), threads, std::max<std::int64_t>(1, 65536 / strip_elems),
+               [&](std::int64_t first, std::int64_t last) {
+                 std::fill(out + first * strip_elems, out + last * strip_elems, 0.0f);
+                 std::vector<double> sum(elems, 0.0);
+                 std::vector<std::uint32_t> count(elems, 0);
+                 std::vector<std::uint16_t> touched;
+                 touched.reserve(elems);
+                 for (std::int64_t blk = first * l.blocks_across(); blk < last * l.blocks_across(); ++blk) {
+                   for (std::size_t i = 0; i < peers.size(); ++i) {
+                     for (auto j = static_cast<std::size_t>(blk) * k; j < static_cast<std::size_t>(blk + 1) * k; ++j) {
+                       const std::uint16_t at = peers[i].indices[j];
+                       if (count[at]++ == 0) touched.push_back(at);
+                       sum[at] += scale[i] * value[i][peers[i].codes[j] & 3];
+                     }
+                   }
+                   float* base =
+                       out + (blk / l.blocks_across()) * strip_elems + (blk % l.blocks_across()) * l.block_cols;
+                   for (std::uint16_t at : touched) {
+                     base[offset[at]] = static_cast<float>(sum[at] / count[at]);
+                     sum[at] = 0;
+                     count[at] = 0;
+                   }
+                   touched.clear();
+                 }
+               });
   return Status::ok();
 }
+
+}  // namespace cpu
 
 }  // namespace crucible::kernels

@@ -1,38 +1,77 @@
+#include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "crucible/kernels/codec.h"
+#include "parallel.h"
 
 namespace crucible::kernels {
 
-Quant2 quantize2(std::span<const float> v, std::span<std::uint8_t> codes) {
+// Every sum runs per run of `per_block` values (one block's kept values), in
+// double, in order; the runs' sums are then added in run order. The same
+// order on every node and every backend (protocol.md §4), and runs can be
+// summed in parallel.
+Quant2 quantize2(std::span<const float> v, std::span<std::uint8_t> codes, std::size_t per_block, int threads) {
   Quant2 q;
   const std::size_t n = v.size();
   if (n == 0) return q;
-  // Fixed-order double sums: every node gets the same bits.
-  double sum = 0;
-  for (float x : v) sum += x;
-  double shift = sum / static_cast<double>(n);
-  double sq = 0;
-  for (float x : v) sq += (x - shift) * (x - shift);
-  double sigma = n > 1 ? std::sqrt(sq) / std::sqrt(static_cast<double>(n - 1)) : 0.0;
-  double scale = 6.0 * sigma / 4.0;
+  if (per_block == 0 || per_block > n) per_block = n;
+  const std::size_t runs = (n + per_block - 1) / per_block;
+  auto run_of = [&](std::size_t r) { return std::pair{r * per_block, std::min(n, (r + 1) * per_block)}; };
+  std::vector<double> part(runs);
+  const auto grain = static_cast<std::int64_t>(std::max<std::size_t>(1, 16384 / per_block));
+  auto sum_runs = [&](auto&& term) {
+    cpu::parallel_for(static_cast<std::int64_t>(runs), threads, grain, [&](std::int64_t a, std::int64_t b) {
+      for (auto r = static_cast<std::size_t>(a); r < static_cast<std::size_t>(b); ++r) {
+        auto [first, last] = run_of(r);
+        double s = 0;
+        for (std::size_t i = first; i < last; ++i) s += term(i);
+        part[r] = s;
+      }
+    });
+    double total = 0;
+    for (double p : part) total += p;
+    return total;
+  };
+  const double shift = sum_runs([&](std::size_t i) { return static_cast<double>(v[i]); }) / static_cast<double>(n);
+  const double sq = sum_runs([&](std::size_t i) {
+    const double c = v[i] - shift;
+    return c * c;
+  });
+  const double sigma = n > 1 ? std::sqrt(sq) / std::sqrt(static_cast<double>(n - 1)) : 0.0;
+  const double scale = 6.0 * sigma / 4.0;
+  // Codes, and per run the sum and count of each bin.
+  std::vector<std::array<double, 4>> bin_part(runs);
+  std::vector<std::array<std::size_t, 4>> bin_count(runs);
+  cpu::parallel_for(static_cast<std::int64_t>(runs), threads, grain, [&](std::int64_t a, std::int64_t b) {
+    for (auto r = static_cast<std::size_t>(a); r < static_cast<std::size_t>(b); ++r) {
+      auto [first, last] = run_of(r);
+      std::array<double, 4> s{};
+      std::array<std::size_t, 4> c{};
+      for (std::size_t i = first; i < last; ++i) {
+        const double centred = v[i] - shift;
+        const double rounded = scale > 0 ? std::nearbyint(centred / scale + 2.0) : 2.0;  // half to even
+        const auto code = static_cast<std::uint8_t>(std::min(3.0, std::max(0.0, rounded)));
+        codes[i] = code;
+        s[code] += centred;
+        ++c[code];
+      }
+      bin_part[r] = s;
+      bin_count[r] = c;
+    }
+  });
   std::array<double, 4> bin_sum{};
   std::array<std::size_t, 4> bin_n{};
-  for (std::size_t i = 0; i < n; ++i) {
-    double c = v[i] - shift;
-    double r = scale > 0 ? std::nearbyint(c / scale + 2.0) : 2.0;  // half to even
-    auto code = static_cast<std::uint8_t>(std::min(3.0, std::max(0.0, r)));
-    codes[i] = code;
-    bin_sum[code] += c;
-    ++bin_n[code];
+  for (std::size_t r = 0; r < runs; ++r) {
+    for (std::size_t b = 0; b < 4; ++b) {
+      bin_sum[b] += bin_part[r][b];
+      bin_n[b] += bin_count[r][b];
+    }
   }
   q.shift = static_cast<float>(shift);
   q.scale = static_cast<float>(scale);
-  for (int b = 0; b < 4; ++b) {
-    q.lookup[static_cast<std::size_t>(b)] =
-        bin_n[static_cast<std::size_t>(b)] ? static_cast<float>(bin_sum[static_cast<std::size_t>(b)] /
-                                                                static_cast<double>(bin_n[static_cast<std::size_t>(b)]))
-                                           : 0.0f;
+  for (std::size_t b = 0; b < 4; ++b) {
+    q.lookup[b] = bin_n[b] ? static_cast<float>(bin_sum[b] / static_cast<double>(bin_n[b])) : 0.0f;
   }
   return q;
 }

@@ -2,8 +2,9 @@
 // on every node: peers in ascending uid order; each decoded (dequantised)
 // update is scaled by min(1, median_j ||v_j|| / ||v_i||); a coordinate kept
 // by several peers gets the mean of their scaled values, not the sum.
-// Norms and sums run in double precision in a fixed order, so the result is
-// bit-identical on every CPU node.
+// Norms and sums run in double precision in a fixed order (a norm: per
+// block in order, then the blocks' sums in block order; a coordinate: peers
+// in uid order), so the result is bit-identical on every node.
 #pragma once
 
 #include <cstdint>
@@ -24,6 +25,7 @@ double median_of(std::vector<double> values);
 
 // Dense aggregate into `out` (the tensor's element count). Duplicate uids,
 // mismatched layouts and malformed tensors are errors; no peers gives zeros.
-Status aggregate(std::vector<PeerUpdate> peers, std::span<float> out);
+// `threads` <= 0: the hardware's count; the same bytes for every count.
+Status aggregate(std::vector<PeerUpdate> peers, std::span<float> out, int threads = 1);
 
 }  // namespace crucible::kernels

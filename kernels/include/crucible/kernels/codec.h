@@ -58,8 +58,12 @@ struct Quant2 {
   std::array<float, 4> lookup{};  // mean of the centred values in each bin (0 if empty)
 };
 
-// Fills `codes` (one 0..3 per value). Rounding is half to even, as numpy and torch.
-Quant2 quantize2(std::span<const float> values, std::span<std::uint8_t> codes);
+// Fills `codes` (one 0..3 per value). Rounding is half to even, as numpy and
+// torch. `per_block`: the values are the layout's kept values, k per block
+// in block order; every sum runs over one block's values in double, in
+// order, and the blocks' sums are then added in block order (0: one run of
+// all values). The result is the same for every thread count.
+Quant2 quantize2(std::span<const float> values, std::span<std::uint8_t> codes, std::size_t per_block, int threads = 1);
 // lookup[code] + shift
 void dequantize2(const Quant2& q, std::span<const std::uint8_t> codes, std::span<float> out);
 

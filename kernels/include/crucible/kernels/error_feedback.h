@@ -21,10 +21,12 @@ struct CompressedTensor {
 
 Result<CompressedTensor> compress(std::span<const float> x, std::span<const std::int64_t> shape, int threads = 0);
 // Dense float tensor of the compressed values (dequantised), zeros elsewhere.
-Status decompress(const CompressedTensor& c, std::span<float> out);
+Status decompress(const CompressedTensor& c, std::span<float> out, int threads = 1);
 
 // Applies one error-feedback step in place on `ef` and returns what to send.
-// `delta` and `ef` have the tensor's element count; non-finite input is refused.
+// `delta` and `ef` have the tensor's element count; a non-finite delta is
+// refused before `ef` changes. `threads` <= 0: the hardware's count; the
+// result is the same bytes for every count.
 Result<CompressedTensor> error_feedback_step(std::span<float> ef, std::span<const float> delta,
                                              std::span<const std::int64_t> shape, float beta, int threads = 0);
 
