@@ -1,6 +1,6 @@
 // The codec against the machine and against libtorch, in one run.
 //
-//   codec_bench [--set llama|1b|all] [--threads 2] [--repeat 3] [--peers 15]
+//   codec_bench [--set llama|1b|all] [--threads 2] [--repeat 3] [--peers 15] [--device cpu|cuda]
 //
 // First a plain copy measures the memory bandwidth (bytes read + written
 // per second, on --threads threads). Then, on a parameter set of many
@@ -17,6 +17,11 @@
 // parameters/s, the ratio to the reference, and the fraction of the
 // bandwidth bound (copy bandwidth / bytes per parameter). Last, whether
 // encode gives the same bytes on 1 thread and on --threads.
+//
+// --device cuda (a libtorch with CUDA and a GPU): the same on the device,
+// crucible's CUDA backend against the same libtorch ops on CUDA tensors
+// (torch.topk etc.), bandwidth from a device-to-device copy, and whether
+// the GPU's encode gives the CPU's bytes.
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -31,6 +36,7 @@
 #include <fmt/format.h>
 
 #include "crucible/kernels/aggregate.h"
+#include "crucible/kernels/backend.h"
 #include "crucible/kernels/pack12.h"
 
 namespace {
@@ -114,12 +120,14 @@ struct RefEncoded {
   double shift = 0;
 };
 
-torch::Tensor ref_dense(const RefEncoded& e, const BlockLayout& l) {
+torch::Tensor ref_dense_on(const RefEncoded& e, const BlockLayout& l, torch::Device device) {
   auto values = (e.lookup.index_select(0, e.codes.flatten()) + e.shift).to(torch::kFloat32).view(e.codes.sizes());
-  auto dense = torch::zeros({l.num_blocks(), l.block_elems()}, torch::kFloat32);
+  auto dense = torch::zeros({l.num_blocks(), l.block_elems()}, torch::TensorOptions().device(device));
   dense.scatter_(1, e.idx, values);
   return unblock(dense, l);
 }
+
+torch::Tensor ref_dense(const RefEncoded& e, const BlockLayout& l) { return ref_dense_on(e, l, e.idx.device()); }
 
 // The error-feedback step in libtorch ops (the reference for encode).
 RefEncoded ref_encode(torch::Tensor& ef, const torch::Tensor& delta, double beta, const BlockLayout& l) {
@@ -131,7 +139,7 @@ RefEncoded ref_encode(torch::Tensor& ef, const torch::Tensor& delta, double beta
   auto c = v - shift;
   const double scale = 6.0 * (c.norm().item<double>() / std::sqrt(double(c.numel() - 1))) / 4.0;
   auto q = torch::clamp(torch::round(c / scale + 2), 0, 3);
-  auto lookup = torch::zeros({4}, torch::kFloat64);
+  auto lookup = torch::zeros({4}, torch::TensorOptions().dtype(torch::kFloat64).device(ef.device()));
   for (int k = 0; k < 4; ++k) {
     auto m = q == k;
     if (m.any().item<bool>()) lookup[k] = c.masked_select(m).mean();
@@ -149,8 +157,9 @@ torch::Tensor ref_merge(const std::vector<RefEncoded>& peers, const BlockLayout&
     norms.push_back(dense.back().to(torch::kFloat64).norm().item<double>());
   }
   const double median = median_of(norms);
-  auto sum = torch::zeros({l.rows, l.cols}, torch::kFloat64);
-  auto count = torch::zeros({l.rows, l.cols}, torch::kFloat64);
+  const auto opts = torch::TensorOptions().dtype(torch::kFloat64).device(peers[0].idx.device());
+  auto sum = torch::zeros({l.rows, l.cols}, opts);
+  auto count = torch::zeros({l.rows, l.cols}, opts);
   for (std::size_t i = 0; i < dense.size(); ++i) {
     const double s = norms[i] > median ? median / norms[i] : 1.0;
     sum += dense[i].to(torch::kFloat64) * s;
@@ -207,9 +216,12 @@ void run_set(const std::string& set, const std::vector<Spec>& specs, int threads
   Row enc, dec, merge;
   std::mt19937_64 rng(7);
   bool identical = true;
+  double wire = 0;  // bytes of one window's update: 12-bit indices, 2-bit codes, 24 bytes of Quant2 per tensor
   for (const auto& spec : specs) {
     const auto l = layout_for(spec.shape).value();
     const auto n = static_cast<std::size_t>(spec.numel());
+    wire += static_cast<double>(packed12_size(static_cast<std::size_t>(l.kept())) +
+                                packed2_size(static_cast<std::size_t>(l.kept())) + 24);
     auto delta = torch::randn({spec.numel()}) * 0.01;
     auto ef = torch::randn({spec.numel()}) * 0.001;
     auto ef_ref = ef.clone();
@@ -258,6 +270,115 @@ void run_set(const std::string& set, const std::vector<Spec>& specs, int threads
   line(fmt::format("merge {} peers", peers).c_str(), 4, merge);
   fmt::print("\nencode on 1 thread and on {} threads: {}\n", threads,
              identical ? "the same bytes" : "DIFFERENT BYTES (a bug)");
+  fmt::print("one window's update on the wire: {:.0f} bytes, {:.4f} bytes/param ({:.0f}x smaller than fp32)\n", wire,
+             wire / n, 4 * n / wire);
+  std::fflush(stdout);
+}
+
+// Waits for the device: a one-element read back is a synchronising copy.
+void sync(const torch::Tensor& t) { (void)t.flatten()[0].item<float>(); }
+
+double device_copy_bandwidth(int repeat) {
+  auto a = torch::ones({std::int64_t{1} << 28}, torch::TensorOptions().device(torch::kCUDA));
+  auto b = torch::zeros_like(a);
+  sync(b);
+  const double s = median_seconds(repeat + 2, [&] {
+    b.copy_(a);
+    sync(b);
+  });
+  return 2.0 * 4.0 * static_cast<double>(a.numel()) / s;
+}
+
+void run_set_cuda(const std::string& set, const std::vector<Spec>& specs, int repeat, int peers, double bandwidth) {
+  auto gpu = cuda_backend(0);
+  if (!gpu.is_ok()) {
+    fmt::print("cuda backend: {}\n", gpu.status().to_string());
+    return;
+  }
+  Backend& b = **gpu;
+  auto cpu = cpu_backend(0);
+  std::int64_t total = 0;
+  for (const auto& s : specs) total += s.numel();
+  fmt::print("\n## {} on {}: {} tensors, {:.1f}M parameters\n\n", set, b.name(), specs.size(),
+             static_cast<double>(total) / 1e6);
+  std::fflush(stdout);
+  const auto on_gpu = torch::TensorOptions().device(torch::kCUDA);
+  const float beta = 0.95f;
+  Row enc, dec, merge;
+  std::mt19937_64 rng(7);
+  bool identical = true;
+  for (const auto& spec : specs) {
+    const auto l = layout_for(spec.shape).value();
+    const auto n = static_cast<std::size_t>(spec.numel());
+    const auto kept = static_cast<std::size_t>(l.kept());
+    auto delta = (torch::randn({spec.numel()}) * 0.01).to(torch::kCUDA);
+    auto ef = (torch::randn({spec.numel()}) * 0.001).to(torch::kCUDA);
+    auto ef_ref = ef.clone();
+    auto idx = torch::empty({static_cast<std::int64_t>(kept)}, on_gpu.dtype(torch::kInt16));
+    auto codes = torch::empty({static_cast<std::int64_t>(kept)}, on_gpu.dtype(torch::kUInt8));
+    auto* idx_p = reinterpret_cast<std::uint16_t*>(idx.data_ptr<std::int16_t>());
+    Quant2 q;
+    // The GPU's bytes against the CPU backend's, once per tensor.
+    {
+      auto e_cpu = ef.cpu();
+      auto d_cpu = delta.cpu();
+      std::vector<std::uint16_t> ci(kept);
+      std::vector<std::uint8_t> cc(kept);
+      Quant2 cq;
+      (void)cpu->encode({e_cpu.data_ptr<float>(), d_cpu.data_ptr<float>(), beta, l, ci.data(), cc.data(), &cq});
+      auto e_gpu = ef.clone();
+      (void)b.encode(
+          {e_gpu.data_ptr<float>(), delta.data_ptr<float>(), beta, l, idx_p, codes.data_ptr<std::uint8_t>(), &q});
+      auto gi = idx.cpu();
+      auto gc = codes.cpu();
+      identical = identical && std::memcmp(ci.data(), gi.data_ptr<std::int16_t>(), kept * 2) == 0 &&
+                  std::memcmp(cc.data(), gc.data_ptr<std::uint8_t>(), kept) == 0 &&
+                  std::memcmp(&cq, &q, sizeof q) == 0 && torch::equal(e_cpu, e_gpu.cpu());
+    }
+    enc.ours += median_seconds(repeat, [&] {
+      (void)b.encode(
+          {ef.data_ptr<float>(), delta.data_ptr<float>(), beta, l, idx_p, codes.data_ptr<std::uint8_t>(), &q});
+    });
+    RefEncoded r;
+    enc.ref += median_seconds(repeat, [&] {
+      r = ref_encode(ef_ref, delta, beta, l);
+      sync(ef_ref);
+    });
+    auto out = torch::empty({spec.numel()}, on_gpu);
+    dec.ours += median_seconds(repeat, [&] {
+      (void)b.decode({l, idx_p, codes.data_ptr<std::uint8_t>(), q, out.data_ptr<float>()});
+    });
+    dec.ref += median_seconds(repeat, [&] { sync(ref_dense_on(r, l, torch::kCUDA)); });
+
+    std::vector<torch::Tensor> keep;  // the peers' device copies
+    std::vector<MergePeer> mp;
+    std::vector<RefEncoded> refs;
+    for (int p = 0; p < peers; ++p) {
+      auto c = random_peer(l, rng);
+      auto pi = torch::from_blob(c.indices.data(), {static_cast<std::int64_t>(kept)}, torch::kInt16).to(torch::kCUDA);
+      auto pc = torch::from_blob(c.codes.data(), {static_cast<std::int64_t>(kept)}, torch::kUInt8).to(torch::kCUDA);
+      mp.push_back({static_cast<std::uint16_t>(p), reinterpret_cast<const std::uint16_t*>(pi.data_ptr<std::int16_t>()),
+                    pc.data_ptr<std::uint8_t>(), c.quant});
+      keep.push_back(pi);
+      keep.push_back(pc);
+      auto rr = ref_of(c);
+      refs.push_back({rr.idx.to(torch::kCUDA), rr.codes.to(torch::kCUDA), rr.lookup.to(torch::kCUDA), rr.shift});
+    }
+    merge.ours += median_seconds(repeat, [&] { (void)b.merge({l, mp, out.data_ptr<float>()}); });
+    merge.ref += median_seconds(repeat, [&] { sync(ref_merge(refs, l)); });
+    (void)n;
+  }
+  const double n = static_cast<double>(total);
+  fmt::print("| op | bytes/param | crucible Mparam/s | libtorch-ops Mparam/s | vs libtorch | of bandwidth bound |\n");
+  fmt::print("|---|---|---|---|---|---|\n");
+  auto line = [&](const std::string& op, double bytes, const Row& r) {
+    fmt::print("| {} | {:.0f} | {:.1f} | {:.1f} | {:.2f}x | {:.0f}% |\n", op, bytes, n / r.ours / 1e6, n / r.ref / 1e6,
+               r.ref / r.ours, 100.0 * (n / r.ours) / (bandwidth / bytes));
+  };
+  line("encode (error feedback + compress)", 12, enc);
+  line("decode", 4, dec);
+  line(fmt::format("merge {} peers", peers), 4, merge);
+  fmt::print("\nencode on the GPU and on the CPU: {}\n", identical ? "the same bytes" : "DIFFERENT BYTES (a bug)");
   std::fflush(stdout);
 }
 
@@ -265,7 +386,7 @@ void run_set(const std::string& set, const std::vector<Spec>& specs, int threads
 
 int main(int argc, char** argv) {
   int threads = 2, repeat = 3, peers = 15;
-  std::string set = "llama";
+  std::string set = "llama", device = "cpu";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--threads")
@@ -276,13 +397,29 @@ int main(int argc, char** argv) {
       peers = std::atoi(argv[i + 1]);
     else if (a == "--set")
       set = argv[i + 1];
+    else if (a == "--device")
+      device = argv[i + 1];
     else {
-      fmt::print(stderr, "usage: codec_bench [--set llama|1b|all] [--threads N] [--repeat N] [--peers N]\n");
+      fmt::print(
+          stderr,
+          "usage: codec_bench [--set llama|1b|all] [--threads N] [--repeat N] [--peers N] [--device cpu|cuda]\n");
       return 2;
     }
   }
   torch::set_num_threads(threads);
   torch::manual_seed(1);
+  if (device == "cuda") {
+    if (!torch::cuda::is_available()) {
+      fmt::print(stderr, "codec_bench: --device cuda, but this libtorch has no CUDA or no GPU is visible\n");
+      return 1;
+    }
+    const double bw = device_copy_bandwidth(repeat);
+    fmt::print("device copy bandwidth (read + write): {:.1f} GB/s; median of {} per tensor\n", bw / 1e9, repeat);
+    if (set == "llama" || set == "all")
+      run_set_cuda("llama (dim 512, 6 layers)", llama_like(512, 6), repeat, peers, bw);
+    if (set == "1b" || set == "all") run_set_cuda("1b (dim 2048, 15 layers)", llama_like(2048, 15), repeat, peers, bw);
+    return 0;
+  }
   const double bw = copy_bandwidth(threads, repeat);
   fmt::print("threads {} (crucible and torch intra-op), median of {} per tensor\n", threads, repeat);
   fmt::print("copy bandwidth (read + write, {} threads): {:.1f} GB/s\n", threads, bw / 1e9);

@@ -54,13 +54,26 @@ CRUCIBLE_HOT inline void block_topk(const float* base, std::int64_t stride, std:
   const std::size_t g_size = std::max<std::size_t>(1, std::min<std::size_t>(16, elems / k));
   std::uint32_t* gmax = s.group_max.data();
   std::size_t groups = 0;
-  for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = base + static_cast<std::int64_t>(r) * stride;
-    for (std::size_t c0 = 0; c0 < cols; c0 += g_size) {
-      const std::size_t c1 = std::min(cols, c0 + g_size);
-      std::int32_t m = 0;  // magnitudes' bits are < 2^31: signed order is theirs
-      for (std::size_t c = c0; c < c1; ++c) m = std::max(m, static_cast<std::int32_t>(magnitude_bits(row[c])));
-      gmax[groups++] = static_cast<std::uint32_t>(m);
+  // Magnitudes' bits are < 2^31, so signed order is theirs.
+  auto group_max = [](const float* p, std::size_t len) {
+    std::int32_t m = 0;
+    for (std::size_t c = 0; c < len; ++c) m = std::max(m, static_cast<std::int32_t>(magnitude_bits(p[c])));
+    return static_cast<std::uint32_t>(m);
+  };
+  if (g_size == 16 && cols % 16 == 0) {  // the usual block: fixed-length groups the compiler unrolls
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* row = base + static_cast<std::int64_t>(r) * stride;
+      for (std::size_t c0 = 0; c0 < cols; c0 += 16) {
+        std::int32_t m = 0;
+        for (std::size_t c = 0; c < 16; ++c) m = std::max(m, static_cast<std::int32_t>(magnitude_bits(row[c0 + c])));
+        gmax[groups++] = static_cast<std::uint32_t>(m);
+      }
+    }
+  } else {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* row = base + static_cast<std::int64_t>(r) * stride;
+      for (std::size_t c0 = 0; c0 < cols; c0 += g_size)
+        gmax[groups++] = group_max(row + c0, std::min(g_size, cols - c0));
     }
   }
   // T: a histogram of each group maximum's distance below the largest, in

@@ -6,6 +6,27 @@
 #include "parallel.h"
 
 namespace crucible::kernels {
+namespace {
+
+// One run's codes and its bins' sums and counts (rint: round half to even,
+// inlined where the CPU has it).
+CRUCIBLE_HOT void code_run(const float* v, std::size_t n, double shift, double scale, std::uint8_t* codes,
+                           std::array<double, 4>& sums, std::array<std::size_t, 4>& counts) {
+  std::array<double, 4> s{};
+  std::array<std::size_t, 4> c{};
+  for (std::size_t i = 0; i < n; ++i) {
+    const double centred = v[i] - shift;
+    const double rounded = scale > 0 ? std::rint(centred / scale + 2.0) : 2.0;
+    const auto code = static_cast<std::uint8_t>(std::min(3.0, std::max(0.0, rounded)));
+    codes[i] = code;
+    s[code] += centred;
+    ++c[code];
+  }
+  sums = s;
+  counts = c;
+}
+
+}  // namespace
 
 // Every sum runs per run of `per_block` values (one block's kept values), in
 // double, in order; the runs' sums are then added in run order. The same
@@ -46,18 +67,7 @@ Quant2 quantize2(std::span<const float> v, std::span<std::uint8_t> codes, std::s
   cpu::parallel_for(static_cast<std::int64_t>(runs), threads, grain, [&](std::int64_t a, std::int64_t b) {
     for (auto r = static_cast<std::size_t>(a); r < static_cast<std::size_t>(b); ++r) {
       auto [first, last] = run_of(r);
-      std::array<double, 4> s{};
-      std::array<std::size_t, 4> c{};
-      for (std::size_t i = first; i < last; ++i) {
-        const double centred = v[i] - shift;
-        const double rounded = scale > 0 ? std::nearbyint(centred / scale + 2.0) : 2.0;  // half to even
-        const auto code = static_cast<std::uint8_t>(std::min(3.0, std::max(0.0, rounded)));
-        codes[i] = code;
-        s[code] += centred;
-        ++c[code];
-      }
-      bin_part[r] = s;
-      bin_count[r] = c;
+      code_run(v.data() + first, last - first, shift, scale, codes.data() + first, bin_part[r], bin_count[r]);
     }
   });
   std::array<double, 4> bin_sum{};
