@@ -107,6 +107,36 @@ Result<double> Replica::loss(std::span<const std::int64_t> samples, std::int64_t
   return m.model->loss(m.samples_tensor(samples, n)).item<double>();
 }
 
+Result<TensorValues> Replica::gradient(std::span<const std::int64_t> samples, std::int64_t n) {
+  auto& m = *impl_;
+  const std::int64_t L = m.model->config().seq_len;
+  if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
+    return invalid_argument("gradient: {} tokens for {} samples of {}", samples.size(), n, L);
+  }
+  std::vector<bool> had;
+  for (std::size_t i = 0; i < m.specs.size(); ++i) {
+    had.push_back(m.param(i).requires_grad());
+    m.param(i).mutable_grad().reset();
+    m.param(i).set_requires_grad(true);
+  }
+  TensorValues out;
+  {
+    at::Tensor loss = m.model->loss(m.samples_tensor(samples, n));
+    loss.backward();
+    for (std::size_t i = 0; i < m.specs.size(); ++i) {
+      at::Tensor g = m.param(i).grad();
+      if (!g.defined()) g = at::zeros_like(m.param(i));
+      g = g.detach().to(at::kCPU, at::kFloat).contiguous().reshape({-1});
+      out.emplace_back(g.data_ptr<float>(), g.data_ptr<float>() + g.numel());
+    }
+  }
+  for (std::size_t i = 0; i < m.specs.size(); ++i) {
+    m.param(i).mutable_grad().reset();
+    m.param(i).set_requires_grad(had[i]);
+  }
+  return out;
+}
+
 Result<std::pair<double, double>> Replica::probe(const TensorValues& update, double scale,
                                                  std::span<const std::int64_t> a, std::int64_t n_a,
                                                  std::span<const std::int64_t> b, std::int64_t n_b) {

@@ -29,6 +29,15 @@ void bind_scoring(config::Schema& schema, ScoringParams& s) {
                     "A uid joins the aggregation set while its evidence (moving average of its gradient score "
                     "over the best of its window) is at least this.",
                     0, 1);
+  schema.add_double("protocol.own_data_margin", &s.own_data_margin,
+                    "The binary indicator is +1 only when the update's relative loss gain on the uid's own samples "
+                    "beats the one on random samples by this fraction of the latter (docs/reliability.md).",
+                    0, 10);
+  schema.add_double("protocol.gradient_margin", &s.gradient_margin,
+                    "With validator.gradient_check = require, the binary indicator is +1 only when the update's "
+                    "cosine with the gradient on the uid's own samples beats the one on random samples by this "
+                    "fraction of the latter.",
+                    0, 10);
 }
 
 }  // namespace

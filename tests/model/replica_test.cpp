@@ -84,6 +84,41 @@ TEST(Replica, ProbeMeasuresTheUpdateAndRestoresBitForBit) {
   EXPECT_FALSE(r->loss(a, 0).is_ok());
 }
 
+// The gradient points uphill (a small step against it lowers the loss, one
+// along it raises it), leaves the model and its grad state as they were,
+// and refuses a wrong sample count.
+TEST(Replica, GradientPointsUphillAndLeavesTheModel) {
+  auto r = make();
+  const auto L = small().seq_len;
+  const auto a = tokens(2, L);
+  const auto pos = first_positions(r->specs());
+  const auto before = r->values_at(pos);
+  const double loss = *r->loss(a, 2);
+  auto g = r->gradient(a, 2);
+  ASSERT_TRUE(g.is_ok()) << g.status();
+  ASSERT_EQ(g->size(), r->specs().size());
+  double sq = 0;
+  for (std::size_t t = 0; t < g->size(); ++t) {
+    ASSERT_EQ(static_cast<std::int64_t>((*g)[t].size()), r->specs()[t].numel());
+    for (float v : (*g)[t]) sq += double(v) * v;
+  }
+  ASSERT_GT(sq, 0.0);
+  EXPECT_EQ(r->values_at(pos), before);
+  EXPECT_EQ(*r->loss(a, 2), loss);
+  // theta - eps*g: lower loss; theta + eps*g: higher.
+  const double eps = 0.05 / std::sqrt(sq);
+  auto down = r->probe(*g, eps, a, 2, a, 2);
+  auto up = r->probe(*g, -eps, a, 2, a, 2);
+  ASSERT_TRUE(down.is_ok() && up.is_ok());
+  EXPECT_LT(down->first, loss);
+  EXPECT_GT(up->first, loss);
+  // Twice the same: nothing accumulated between calls.
+  auto again = r->gradient(a, 2);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(*again, *g);
+  EXPECT_FALSE(r->gradient(a, 3).is_ok());
+}
+
 TEST(Replica, SavesAndLoadsAndSeedsDiffer) {
   testing::TempDir dir;
   auto r = make(1);

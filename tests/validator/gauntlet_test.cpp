@@ -81,6 +81,51 @@ TEST(Gauntlet, GradientScoreAndBinaryIndicatorByHand) {
   EXPECT_EQ(binary_indicator(bad), -1);
 }
 
+// With the gradient check required, +1 also needs the update better aligned
+// with the gradient on its own samples than with the one on random samples.
+TEST(Gauntlet, TheGradientCheckMustAgreeWhereItRan) {
+  auto e = eval(1, 4.0, 3.0, 5.0, 4.5);  // the loss check passes
+  e.align_own = 0.005;
+  e.align_rand = 0.01;
+  EXPECT_EQ(binary_indicator(e), 1);  // measured, not required: it does not count
+  e.align_required = true;
+  EXPECT_EQ(binary_indicator(e), -1);
+  e.align_own = 0.02;
+  EXPECT_EQ(binary_indicator(e), 1);
+  e.align_own = 0.005;  // trained on something else: the loss check alone would pass it
+  EXPECT_EQ(binary_indicator(e), -1);
+  e.align_own = std::nan("");  // one side missing is not a pass
+  EXPECT_EQ(binary_indicator(e), -1);
+  auto lazy = eval(2, 4.0, 3.9, 5.0, 4.5);  // the loss check fails: alignment does not rescue it
+  lazy.align_own = 0.5;
+  lazy.align_rand = 0.0;
+  lazy.align_required = true;
+  EXPECT_EQ(binary_indicator(lazy), -1);
+}
+
+// The margins: own gain must beat random gain by own_margin of it, and
+// align_own beat align_rand by align_margin of it (of its size when negative).
+TEST(Gauntlet, MarginsAreFractionsOfTheRandomSide) {
+  auto e = eval(1, 4.0, 3.56, 5.0, 4.5);  // own 11%, random 10%
+  EXPECT_EQ(binary_indicator(e), 1);
+  e.own_margin = 0.1;  // needs 11% > 10% * 1.1 = 11%: not strictly
+  EXPECT_EQ(binary_indicator(e), -1);
+  e.own_margin = 0.05;
+  EXPECT_EQ(binary_indicator(e), 1);
+  e.align_required = true;
+  e.align_margin = 0.1;
+  e.align_rand = 0.02;
+  e.align_own = 0.0219;  // under 0.022
+  EXPECT_EQ(binary_indicator(e), -1);
+  e.align_own = 0.0221;
+  EXPECT_EQ(binary_indicator(e), 1);
+  e.align_rand = -0.02;  // negative: the margin is of its size, so -0.018 is the bar
+  e.align_own = -0.019;
+  EXPECT_EQ(binary_indicator(e), -1);
+  e.align_own = -0.017;
+  EXPECT_EQ(binary_indicator(e), 1);
+}
+
 TEST(Gauntlet, SyncScoreByHand) {
   ScoringParams p;
   EXPECT_DOUBLE_EQ(sync_score(0, p), 1.0);

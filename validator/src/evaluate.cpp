@@ -52,6 +52,19 @@ Result<model::TensorValues> dense(const Upload& u, WindowContext& cx) {
   return d;
 }
 
+// The cosine of two updates over all their tensors (0 when either is zero).
+double cosine(const model::TensorValues& a, const model::TensorValues& b) {
+  double dot = 0, na = 0, nb = 0;
+  for (std::size_t t = 0; t < a.size() && t < b.size(); ++t) {
+    for (std::size_t i = 0; i < a[t].size() && i < b[t].size(); ++i) {
+      dot += double(a[t][i]) * b[t][i];
+      na += double(a[t][i]) * a[t][i];
+      nb += double(b[t][i]) * b[t][i];
+    }
+  }
+  return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0;
+}
+
 double norm_of(const model::TensorValues& d) {
   double sq = 0;
   for (const auto& t : d)
@@ -109,6 +122,15 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   if (!chosen.empty()) {
     CRUCIBLE_ASSIGN_OR_RETURN(before_rand, cx.replica.loss(rand_tokens, n_rand));
   }
+  // The gradient check: a miner that trained on its assigned samples moved
+  // the model along the loss gradient on them more than along the one on
+  // random samples; an update trained on other data, or made up, does not.
+  const bool gradient_check = cx.o.validator.gradient_check != "off";
+  const bool require_alignment = cx.o.validator.gradient_check == "require";
+  model::TensorValues rand_gradient;
+  if (gradient_check && !chosen.empty()) {
+    CRUCIBLE_ASSIGN_OR_RETURN(rand_gradient, cx.replica.gradient(rand_tokens, n_rand));
+  }
   for (std::uint16_t who : chosen) {
     if (!updates.count(who)) continue;  // failed to decode: rejected above
     CRUCIBLE_ASSIGN_OR_RETURN(auto own, own_tokens_of(who, w, cx.o.validator.eval_batches, cx));
@@ -119,6 +141,8 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     auto after = cx.replica.probe(updates[who], scale, own, n_own, rand_tokens, n_rand);
     metrics::global().add(metrics::Counter::kEvaluations);
     Evaluation e{who, true, "", before_own, 0, before_rand, 0};
+    e.own_margin = cx.o.protocol.scoring.own_data_margin;
+    e.align_margin = cx.o.protocol.scoring.gradient_margin;
     if (!after.is_ok()) {
       e.valid = false;
       e.reason = protocol::name(Rejection::kEvaluationFailed);
@@ -130,6 +154,15 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     } else {
       e.loss_after_own = after->first;
       e.loss_after_rand = after->second;
+      double align_own = std::nan(""), align_rand = std::nan(""), align_decoy = std::nan("");
+      if (gradient_check) {
+        CRUCIBLE_ASSIGN_OR_RETURN(auto own_gradient, cx.replica.gradient(own, n_own));
+        align_own = cosine(updates[who], own_gradient);
+        align_rand = cosine(updates[who], rand_gradient);
+        e.align_own = align_own;
+        e.align_rand = align_rand;
+        e.align_required = require_alignment;
+      }
       double decoy_gain = std::nan("");
       if (cx.o.validator.measure_decoy && chosen.size() > 1) {
         // Another evaluated uid's own samples: what this update would show
@@ -141,12 +174,19 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
         CRUCIBLE_ASSIGN_OR_RETURN(double before_decoy, cx.replica.loss(decoy, n_decoy));
         auto after_decoy = cx.replica.probe(updates[who], scale, decoy, n_decoy, rand_tokens, n_rand);
         if (after_decoy.is_ok()) decoy_gain = (before_decoy - after_decoy->first) / before_decoy;
+        if (gradient_check) {
+          CRUCIBLE_ASSIGN_OR_RETURN(auto decoy_gradient, cx.replica.gradient(decoy, n_decoy));
+          align_decoy = cosine(updates[who], decoy_gradient);
+        }
       }
       log::info("evaluated", {{"window", w},
                               {"uid", who},
                               {"own_gain", (e.loss_before_own - e.loss_after_own) / e.loss_before_own},
                               {"random_gain", (e.loss_before_rand - e.loss_after_rand) / e.loss_before_rand},
                               {"decoy_gain", decoy_gain},
+                              {"align_own", align_own},
+                              {"align_random", align_rand},
+                              {"align_decoy", align_decoy},
                               {"binary", binary_indicator(e)}});
     }
     in.evaluations.push_back(e);

@@ -17,7 +17,9 @@ int binary_indicator(const Evaluation& e) {
   if (!e.valid || !(e.loss_before_own > 0) || !(e.loss_before_rand > 0)) return -1;
   double own = (e.loss_before_own - e.loss_after_own) / e.loss_before_own;
   double rand = (e.loss_before_rand - e.loss_after_rand) / e.loss_before_rand;
-  return own > rand ? 1 : -1;
+  if (!(own > rand + e.own_margin * std::abs(rand))) return -1;
+  if (!e.align_required) return 1;
+  return e.align_own > e.align_rand + e.align_margin * std::abs(e.align_rand) ? 1 : -1;  // a NaN either side fails
 }
 
 OpenSkillParams openskill_params(const ScoringParams& p) {

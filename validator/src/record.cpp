@@ -1,6 +1,8 @@
 // Record (protocol.md §10): one window's per-uid results, its summary and
 // every uid's score, in one RocksDB batch with the progress mark, so a
 // crash leaves the window whole or absent.
+#include <cmath>
+
 #include "crucible/common/metrics.h"
 #include "crucible/validator/window.h"
 
@@ -38,6 +40,8 @@ std::vector<UidResult> window_results(const std::vector<Upload>& uploads, const 
                           gradient_score(e),
                           binary_indicator(e),
                           behind != input.steps_behind.end() ? behind->second : 0.0};
+      if (std::isfinite(e.align_own)) r.eval->align_own = e.align_own;
+      if (std::isfinite(e.align_rand)) r.eval->align_rand = e.align_rand;
     }
     if (auto s = scores.find(u.uid); s != scores.end()) r.final_score = s->second.final_score;
     out.push_back(std::move(r));

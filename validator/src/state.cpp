@@ -138,6 +138,8 @@ json to_json(const UidResult& r) {
     j["gradient_score"] = e.gradient_score;
     j["binary"] = e.binary;
     j["steps_behind"] = e.steps_behind;
+    if (e.align_own) j["align_own"] = *e.align_own;
+    if (e.align_rand) j["align_rand"] = *e.align_rand;
   }
   return j;
 }
@@ -164,6 +166,8 @@ Result<UidResult> uid_result_from_json(const json& j) {
     e.gradient_score = rd.get<double>("gradient_score");
     e.binary = rd.get<int>("binary");
     e.steps_behind = rd.get<double>("steps_behind");
+    e.align_own = rd.opt<double>("align_own");
+    e.align_rand = rd.opt<double>("align_rand");
     r.eval = e;
   }
   if (!rd.ok()) return rd.status();

@@ -58,6 +58,11 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
                "How long a validator that is not the lead waits for the lead's aggregation set.", 0, 86'400);
   s.add_secret("validator.random_seed", &o.random_seed,
                "Seed of the random-data choice; keep it private (empty: derived from the key).");
+  s.add_string("validator.gradient_check", &o.gradient_check,
+               "The gradient check of evaluated updates (docs/protocol.md §6): require (binary +1 also needs the "
+               "update better aligned with the gradient on its own samples than on random samples), measure (log "
+               "the alignments only), off. One backward pass per evaluation, and one per window.",
+               {"off", "measure", "require"});
   s.add_bool("validator.measure_decoy", &o.measure_decoy,
              "Diagnostics: also measure each evaluated update on another evaluated uid's own samples and log it as "
              "decoy_gain: what a miner that trained on someone else's data would show (docs/reliability.md).");

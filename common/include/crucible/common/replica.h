@@ -48,6 +48,9 @@ class Replica {
   Status apply_update(const TensorValues& update, double scale);
   // Mean next-token loss over n samples of seq_len tokens (no gradient).
   Result<double> loss(std::span<const std::int64_t> samples, std::int64_t n);
+  // The gradient of the mean next-token loss over n samples at theta, per
+  // tensor (host copies; theta and the parameters' grad state unchanged).
+  Result<TensorValues> gradient(std::span<const std::int64_t> samples, std::int64_t n);
   // The validator's probe: with theta' = theta - scale * update, the mean
   // losses on `a` (n_a samples) and `b` (n_b samples); theta is then put
   // back bit for bit, whatever happened.

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -29,13 +30,25 @@ struct Evaluation {
   std::string reason;  // why not valid
   double loss_before_own = 0, loss_after_own = 0;
   double loss_before_rand = 0, loss_after_rand = 0;
+  // The gradient check (protocol.md §6), when it ran: the cosine of the
+  // update with the loss gradient at the window's model on the uid's own
+  // samples, and on the random samples (NaN when it did not run); whether
+  // binary counts it (validator.gradient_check = require).
+  double align_own = std::numeric_limits<double>::quiet_NaN();
+  double align_rand = std::numeric_limits<double>::quiet_NaN();
+  bool align_required = false;
+  // The margins the passes need (ScoringParams' own_data_margin, gradient_margin).
+  double own_margin = 0, align_margin = 0;
 };
 
 // (before_rand - after_rand) / before_rand: the improvement on data the
 // miner could not have chosen.
 double gradient_score(const Evaluation& e);
 // +1 when the relative improvement on the uid's own data beats the one on
-// random data (it trained on what it was assigned), else -1.
+// random data by own_margin of the latter (it trained on what it was
+// assigned) and, where the gradient check ran, the update's cosine with the
+// gradient on its own samples beats the one with the gradient on random
+// samples by align_margin of the latter (when align_required); else -1.
 int binary_indicator(const Evaluation& e);
 // max(0, 1 - min(x, cap) / cap)^power for x windows behind.
 double sync_score(double steps_behind, const ScoringParams& p);

@@ -44,6 +44,7 @@ struct EvalResult {
   double gradient_score = 0;
   int binary = 0;
   double steps_behind = 0;
+  std::optional<double> align_own = {}, align_rand = {};  // the gradient check, when it ran
 };
 
 // One uid's result in one window. "reason" is a protocol::Rejection name.
