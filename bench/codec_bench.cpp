@@ -35,9 +35,11 @@
 
 #include <fmt/format.h>
 
+#include "crucible/common/tensor_spec.h"
 #include "crucible/kernels/aggregate.h"
 #include "crucible/kernels/backend.h"
 #include "crucible/kernels/pack12.h"
+#include "random_update.h"
 
 namespace {
 
@@ -56,15 +58,7 @@ double median_seconds(int repeat, F f) {
   return t[t.size() / 2];
 }
 
-struct Spec {
-  std::string name;
-  std::vector<std::int64_t> shape;
-  std::int64_t numel() const {
-    std::int64_t n = 1;
-    for (auto d : shape) n *= d;
-    return n;
-  }
-};
+using Spec = crucible::model::TensorSpec;
 
 // A LLaMA-like model's matrices and norms: per layer q, k, v, o [dim, dim],
 // gate and up [4 dim, dim], down [dim, 4 dim], two norms [dim].
@@ -168,25 +162,10 @@ torch::Tensor ref_merge(const std::vector<RefEncoded>& peers, const BlockLayout&
   return (sum / count.clamp_min(1)).to(torch::kFloat32);
 }
 
-// A peer's update as it would arrive: k distinct random indices per block,
-// random codes, plausible quantisation parameters.
+// A peer's update as it would arrive (random_update.h), of a plausible size.
 CompressedTensor random_peer(const BlockLayout& l, std::mt19937_64& rng) {
-  CompressedTensor c;
-  c.layout = l;
-  c.indices.resize(static_cast<std::size_t>(l.kept()));
-  c.codes.resize(c.indices.size());
-  std::vector<std::uint16_t> all(static_cast<std::size_t>(l.block_elems()));
-  for (std::size_t j = 0; j < all.size(); ++j) all[j] = static_cast<std::uint16_t>(j);
-  for (std::int64_t b = 0; b < l.num_blocks(); ++b) {
-    for (int i = 0; i < l.k; ++i) std::swap(all[static_cast<std::size_t>(i)], all[i + rng() % (all.size() - i)]);
-    std::sort(all.begin(), all.begin() + l.k);
-    std::copy(all.begin(), all.begin() + l.k, c.indices.begin() + b * l.k);
-  }
-  for (auto& code : c.codes) code = static_cast<std::uint8_t>(rng() & 3);
   std::uniform_real_distribution<float> u(0.5f, 1.5f);
-  const float s = u(rng) * 0.01f;
-  c.quant = {0.0001f, s, {-1.5f * s, -0.5f * s, 0.5f * s, 1.5f * s}};
-  return c;
+  return crucible::bench::random_update(l, rng, u(rng) * 0.01f);
 }
 
 RefEncoded ref_of(const CompressedTensor& c) {

@@ -21,6 +21,7 @@
 #include "crucible/common/model_config.h"
 #include "crucible/common/replica.h"
 #include "crucible/kernels/error_feedback.h"
+#include "random_update.h"
 
 namespace {
 
@@ -36,25 +37,6 @@ T must(Result<T> r, const char* what) {
     std::exit(1);
   }
   return std::move(*r);
-}
-
-// One compressed tensor: k distinct random indices per block, random codes.
-kernels::CompressedTensor random_tensor(const std::vector<std::int64_t>& shape, std::mt19937_64& rng) {
-  kernels::CompressedTensor c;
-  c.layout = must(kernels::layout_for(shape), "layout");
-  const auto& l = c.layout;
-  c.indices.resize(static_cast<std::size_t>(l.kept()));
-  c.codes.resize(c.indices.size());
-  std::vector<std::uint16_t> all(static_cast<std::size_t>(l.block_elems()));
-  for (std::size_t j = 0; j < all.size(); ++j) all[j] = static_cast<std::uint16_t>(j);
-  for (std::int64_t b = 0; b < l.num_blocks(); ++b) {
-    for (int i = 0; i < l.k; ++i) std::swap(all[static_cast<std::size_t>(i)], all[i + rng() % (all.size() - i)]);
-    std::sort(all.begin(), all.begin() + l.k);
-    std::copy(all.begin(), all.begin() + l.k, c.indices.begin() + b * l.k);
-  }
-  for (auto& code : c.codes) code = static_cast<std::uint8_t>(rng() & 3);
-  c.quant = {0.0f, 0.001f, {-0.0015f, -0.0005f, 0.0005f, 0.0015f}};
-  return c;
 }
 
 }  // namespace
@@ -91,7 +73,8 @@ int main(int argc, char** argv) {
   std::mt19937_64 rng(3);
   std::vector<std::vector<kernels::CompressedTensor>> updates(2);
   for (auto& u : updates) {
-    for (const auto& s : specs) u.push_back(random_tensor(s.shape, rng));
+    for (const auto& s : specs)
+      u.push_back(bench::random_update(must(kernels::layout_for(s.shape), "layout"), rng, 0.001f));
   }
   const std::int64_t L = config.seq_len;
   std::vector<std::int64_t> own(static_cast<std::size_t>(samples * L)), other(own.size());
