@@ -154,13 +154,11 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     } else {
       e.loss_after_own = after->first;
       e.loss_after_rand = after->second;
-      double align_own = std::nan(""), align_rand = std::nan(""), align_decoy = std::nan("");
+      double align_decoy = std::nan("");
       if (gradient_check) {
         CRUCIBLE_ASSIGN_OR_RETURN(auto own_gradient, cx.replica.gradient(own, n_own));
-        align_own = cosine(updates[who], own_gradient);
-        align_rand = cosine(updates[who], rand_gradient);
-        e.align_own = align_own;
-        e.align_rand = align_rand;
+        e.align_own = cosine(updates[who], own_gradient);
+        e.align_rand = cosine(updates[who], rand_gradient);
         e.align_required = require_alignment;
       }
       double decoy_gain = std::nan("");
@@ -184,8 +182,8 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
                               {"own_gain", (e.loss_before_own - e.loss_after_own) / e.loss_before_own},
                               {"random_gain", (e.loss_before_rand - e.loss_after_rand) / e.loss_before_rand},
                               {"decoy_gain", decoy_gain},
-                              {"align_own", align_own},
-                              {"align_random", align_rand},
+                              {"align_own", e.align_own},
+                              {"align_random", e.align_rand},
                               {"align_decoy", align_decoy},
                               {"binary", binary_indicator(e)}});
     }

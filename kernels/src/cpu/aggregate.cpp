@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
 #include "cpu_ops.h"
 #include "parallel.h"
 
@@ -55,17 +57,10 @@ Status merge(const BlockLayout& l, std::span<const MergePeer> given, float* out,
   std::vector<MergePeer> peers(given.begin(), given.end());
   std::sort(peers.begin(), peers.end(), [](const MergePeer& a, const MergePeer& b) { return a.uid < b.uid; });
   const auto k = static_cast<std::size_t>(l.k);
-  const auto kept = static_cast<std::size_t>(l.kept());
   for (std::size_t i = 0; i < peers.size(); ++i) {
     if (i > 0 && peers[i].uid == peers[i - 1].uid) return invalid_argument("aggregate: uid {} twice", peers[i].uid);
-    for (std::size_t j = 0; j < kept; ++j) {
-      if (peers[i].indices[j] >= l.block_elems()) {
-        return data_loss("aggregate: uid {} has an index outside its block", peers[i].uid);
-      }
-      if (j % k != 0 && peers[i].indices[j] <= peers[i].indices[j - 1]) {
-        return data_loss("aggregate: uid {} has indices not ascending within a block", peers[i].uid);
-      }
-    }
+    CRUCIBLE_RETURN_IF_ERROR(
+        check_block_indices(l, peers[i].indices).with_context(fmt::format("aggregate: uid {}", peers[i].uid)));
   }
   // Each peer's dequantised values (lookup[code] + shift, in float) and its
   // norm: per block in double in order, the blocks' sums added in block order.

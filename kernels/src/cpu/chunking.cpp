@@ -36,6 +36,18 @@ Result<BlockLayout> layout_for(std::span<const std::int64_t> shape, int k_per_40
   return l;
 }
 
+Status check_block_indices(const BlockLayout& l, const std::uint16_t* indices) {
+  const auto k = static_cast<std::size_t>(l.k);
+  const auto kept = static_cast<std::size_t>(l.kept());
+  for (std::size_t i = 0; i < kept; ++i) {
+    if (indices[i] >= l.block_elems() || (i % k != 0 && indices[i] <= indices[i - 1])) {
+      return data_loss("block {}: index {} outside the block ({} values) or not above the one before it", i / k,
+                       indices[i], l.block_elems());
+    }
+  }
+  return Status::ok();
+}
+
 std::int64_t element_of(const BlockLayout& l, std::int64_t block, std::int64_t j) {
   std::int64_t br = block / l.blocks_across(), bc = block % l.blocks_across();
   std::int64_t r = br * l.block_rows + j / l.block_cols;

@@ -91,15 +91,7 @@ namespace cpu {
 
 Status decode(const BlockLayout& l, const std::uint16_t* indices, const std::uint8_t* codes, const Quant2& q,
               float* out, int threads) {
-  const auto kept = static_cast<std::size_t>(l.kept());
-  for (std::size_t i = 0; i < kept; ++i) {
-    if (indices[i] >= l.block_elems()) {
-      return data_loss("decode: index {} outside a block of {}", indices[i], l.block_elems());
-    }
-    if (i % static_cast<std::size_t>(l.k) != 0 && indices[i] <= indices[i - 1]) {
-      return data_loss("decode: indices not ascending within block {}", i / static_cast<std::size_t>(l.k));
-    }
-  }
+  CRUCIBLE_RETURN_IF_ERROR(check_block_indices(l, indices).with_context("decode"));
   std::array<float, 4> value{};
   for (std::size_t b = 0; b < 4; ++b) value[b] = q.lookup[b] + q.shift;
   const std::int64_t strip_elems = l.block_rows * l.cols;

@@ -46,16 +46,7 @@ Result<CompressedTensor> from_packet_tensor(const packet::Tensor& t) {
   }
   c.indices.resize(kept);
   CRUCIBLE_RETURN_IF_ERROR(unpack_indices12(t.indices, c.indices).with_context(t.name));
-  const auto k = static_cast<std::size_t>(c.layout.k);
-  const auto block_elems = static_cast<std::uint16_t>(c.layout.block_elems());
-  for (std::size_t b = 0; b < kept; b += k) {
-    for (std::size_t j = 0; j < k; ++j) {
-      std::uint16_t idx = c.indices[b + j];
-      if (idx >= block_elems || (j > 0 && idx <= c.indices[b + j - 1])) {
-        return data_loss("tensor '{}': block {} indices are not strictly ascending inside the block", t.name, b / k);
-      }
-    }
-  }
+  CRUCIBLE_RETURN_IF_ERROR(check_block_indices(c.layout, c.indices.data()).with_context(t.name));
   c.codes.resize(kept);
   CRUCIBLE_RETURN_IF_ERROR(unpack_codes2(t.codes, c.codes).with_context(t.name));
   c.quant.shift = t.shift;

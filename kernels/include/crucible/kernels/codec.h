@@ -73,6 +73,11 @@ Status pack_codes2(std::span<const std::uint8_t> codes, std::span<std::uint8_t> 
 // data_loss if the size is wrong or the padding bits of the last byte are not zero.
 Status unpack_codes2(std::span<const std::uint8_t> packed, std::span<std::uint8_t> codes);
 
+// data_loss naming the block when an index of `indices` (layout.kept(), k per
+// block) is outside its block or not above the one before it in its block:
+// the form every decoder and the merge rely on (protocol.md §4).
+Status check_block_indices(const BlockLayout& layout, const std::uint16_t* indices);
+
 // Dense tensor (layout.rows * layout.cols, zeros elsewhere) from per-block
 // indices and values; an index outside its block is data_loss.
 Status decode_dense(const BlockLayout& layout, std::span<const std::uint16_t> indices, std::span<const float> values,
