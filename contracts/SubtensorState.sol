@@ -5,7 +5,8 @@ pragma solidity ^0.8.24;
 // local test chain (Metagraph 0x802, Subnet 0x803, Neuron 0x804) and for
 // commitments. The stand-ins forward here with the original caller; only
 // they may change state, and only the admin (anvil's first dev account)
-// creates subnets and sets stake and permits.
+// creates subnets, sets stake and permits, and names the uid a
+// registration replaces (pruning).
 //
 // Enforced, so client bugs show up locally: registration, validator permit,
 // version key, rate limit, duplicate and out-of-range uids, length mismatch,
@@ -41,6 +42,7 @@ contract SubtensorState {
         uint64 versionKey;
         uint64 rateLimit;
         uint16 uidCount;
+        uint16 prunePlusOne;  // the uid the next registration replaces, plus one (0: none)
         mapping(uint16 => Neuron) neurons;
         mapping(address => uint16) uidPlusOneOf;
     }
@@ -99,15 +101,32 @@ contract SubtensorState {
         n.permit = permit;
     }
 
+    // The chain's pruning choice, as subtensor makes it when a subnet is
+    // full: the next registration replaces `uid` (its hotkey, keys, stake,
+    // weights and commitment go) and the new hotkey gets the same uid.
+    function pruneNext(uint16 netuid, uint16 uid) external onlyAdmin {
+        Subnet storage s = subnetOf(netuid);
+        require(uid < s.uidCount, "uid out of range");
+        s.prunePlusOne = uid + 1;
+    }
+
     // ---- Neuron (0x804) ----
     function burnedRegister(address caller, uint16 netuid, bytes32 hotkey) external from(NEURON) {
         Subnet storage s = subnetOf(netuid);
         require(s.uidPlusOneOf[caller] == 0, "already registered");
-        require(s.uidCount < s.maxUids, "subnet is full");
+        require(s.prunePlusOne != 0 || s.uidCount < s.maxUids, "subnet is full");
         for (uint16 i = 0; i < s.uidCount; i++) {
             require(s.neurons[i].hotkey != hotkey, "hotkey already registered");
         }
-        uint16 uid = s.uidCount++;
+        uint16 uid;
+        if (s.prunePlusOne != 0) {
+            uid = s.prunePlusOne - 1;
+            s.prunePlusOne = 0;
+            delete s.uidPlusOneOf[s.neurons[uid].evm];
+            delete s.neurons[uid];
+        } else {
+            uid = s.uidCount++;
+        }
         Neuron storage n = s.neurons[uid];
         n.hotkey = hotkey;
         n.coldkey = bytes32(uint256(uint160(caller)));

@@ -211,6 +211,12 @@ Status LocalChain::set_stake(std::uint16_t uid, std::uint64_t stake, bool valida
   return admin_call(data).with_context("setStake");
 }
 
+Status LocalChain::prune_next(std::uint16_t uid) {
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      Bytes data, abi::encode_call("pruneNext(uint16,uint16)", {Value::uint(options_.netuid), Value::uint(uid)}));
+  return admin_call(data).with_context("pruneNext");
+}
+
 Status LocalChain::mine(std::uint64_t n) {
   RpcOptions rpc_options;
   rpc_options.url = url_;

@@ -118,6 +118,31 @@ TEST_F(EvmChainTest, SetWeightsAndReadThemBackThroughEthCall) {
   EXPECT_EQ(mg.neurons[0].last_update, sent->receipt.block_number);
 }
 
+TEST_F(EvmChainTest, APrunedUidGoesToTheNextRegistrationWithANewHotkey) {
+  register_miners(3);
+  ASSERT_TRUE(local->set_stake(2, 1000, true).is_ok());
+  auto old_owner = connect(3);  // uid 2
+  ASSERT_TRUE(old_owner->set_commitment(1, "file:///old").is_ok());
+  ASSERT_TRUE(local->prune_next(2).is_ok());
+  auto newcomer = connect(5);
+  const auto hotkey = substrate::mirror_account(local->dev_keys()[5].address());
+  auto sent = newcomer->register_neuron(1, hotkey);
+  ASSERT_TRUE(sent.is_ok()) << sent.status();
+  auto mg = newcomer->metagraph(1).value();
+  ASSERT_EQ(mg.neurons.size(), 3u);  // the same uids: 2 changed hands
+  EXPECT_EQ(mg.neurons[2].hotkey, hotkey);
+  EXPECT_EQ(mg.neurons[2].stake, 0u);
+  EXPECT_FALSE(mg.neurons[2].validator_permit);
+  auto commitment = newcomer->commitment(1, 2);  // the old owner's is gone
+  ASSERT_TRUE(commitment.is_ok()) << commitment.status();
+  EXPECT_TRUE(!commitment->has_value() || (*commitment)->empty());
+  // The old owner is no longer registered; the next registration appends again.
+  EXPECT_THAT(old_owner->set_commitment(1, "file:///again").status().message(), HasSubstr("not registered"));
+  auto another = connect(6);
+  ASSERT_TRUE(another->register_neuron(1, substrate::mirror_account(local->dev_keys()[6].address())).is_ok());
+  EXPECT_EQ(another->metagraph(1).value().neurons.size(), 4u);
+}
+
 TEST_F(EvmChainTest, RevertsSurfaceTheirReasonBeforeSending) {
   register_miners(2);
   auto no_permit = connect(2);

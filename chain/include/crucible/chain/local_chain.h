@@ -60,6 +60,9 @@ class LocalChain {
   // Admin calls on the stand-in state (anvil's first account signs them).
   Status set_subnet_params(bool commit_reveal, std::uint64_t version_key, std::uint64_t rate_limit);
   Status set_stake(std::uint16_t uid, std::uint64_t stake, bool validator_permit);
+  // The next registration replaces `uid` (subtensor's pruning of a full
+  // subnet): the uid keeps its number and gets a new hotkey.
+  Status prune_next(std::uint16_t uid);
   // Mines `n` blocks now (anvil_mine).
   Status mine(std::uint64_t n);
 
