@@ -164,6 +164,16 @@ at::Tensor Llama::loss(const at::Tensor& samples) const {
   return at::cross_entropy_loss(out.reshape({-1, config_.vocab_size}).to(at::kFloat), targets.reshape({-1}));
 }
 
+at::Tensor Llama::sample_losses(const at::Tensor& samples) const {
+  const std::int64_t n = samples.size(0), t = samples.size(1);
+  at::Tensor inputs = samples.narrow(1, 0, t - 1);
+  at::Tensor targets = samples.narrow(1, 1, t - 1);
+  at::Tensor out = logits(inputs);
+  at::Tensor each = at::cross_entropy_loss(out.reshape({-1, config_.vocab_size}).to(at::kFloat), targets.reshape({-1}),
+                                           {}, at::Reduction::None);
+  return each.reshape({n, t - 1}).mean(1);
+}
+
 void Llama::to(const at::Device& device) {
   for (auto& p : params_) {
     bool grad = p.tensor.requires_grad();

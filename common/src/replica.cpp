@@ -137,9 +137,20 @@ Result<TensorValues> Replica::gradient(std::span<const std::int64_t> samples, st
   return out;
 }
 
-Result<std::pair<double, double>> Replica::probe(const TensorValues& update, double scale,
-                                                 std::span<const std::int64_t> a, std::int64_t n_a,
-                                                 std::span<const std::int64_t> b, std::int64_t n_b) {
+Result<std::vector<double>> Replica::sample_losses(std::span<const std::int64_t> samples, std::int64_t n) {
+  auto& m = *impl_;
+  const std::int64_t L = m.model->config().seq_len;
+  if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
+    return invalid_argument("loss: {} tokens for {} samples of {}", samples.size(), n, L);
+  }
+  at::NoGradGuard g;
+  at::Tensor each = m.model->sample_losses(m.samples_tensor(samples, n)).to(at::kCPU, at::kDouble).contiguous();
+  return std::vector<double>(each.data_ptr<double>(), each.data_ptr<double>() + each.numel());
+}
+
+Result<std::pair<std::vector<double>, std::vector<double>>> Replica::probe_samples(
+    const TensorValues& update, double scale, std::span<const std::int64_t> a, std::int64_t n_a,
+    std::span<const std::int64_t> b, std::int64_t n_b) {
   auto& m = *impl_;
   CRUCIBLE_RETURN_IF_ERROR(m.check_update(update));
   std::vector<at::Tensor> saved;
@@ -147,16 +158,29 @@ Result<std::pair<double, double>> Replica::probe(const TensorValues& update, dou
     at::NoGradGuard g;
     for (const auto& p : m.model->parameters()) saved.push_back(p.tensor.detach().clone());
   }
+  using Losses = Result<std::vector<double>>;
   Status st = apply_update(update, scale);
-  Result<double> la = st.is_ok() ? loss(a, n_a) : Result<double>(st);
-  Result<double> lb = la.is_ok() ? loss(b, n_b) : Result<double>(la.status());
+  Losses la = st.is_ok() ? sample_losses(a, n_a) : Losses(st);
+  Losses lb = la.is_ok() ? sample_losses(b, n_b) : Losses(la.status());
   {
     at::NoGradGuard g;
     for (std::size_t i = 0; i < saved.size(); ++i) m.param(i).copy_(saved[i]);
   }
   if (!la.is_ok()) return la.status();
   if (!lb.is_ok()) return lb.status();
-  return std::make_pair(*la, *lb);
+  return std::make_pair(std::move(*la), std::move(*lb));
+}
+
+Result<std::pair<double, double>> Replica::probe(const TensorValues& update, double scale,
+                                                 std::span<const std::int64_t> a, std::int64_t n_a,
+                                                 std::span<const std::int64_t> b, std::int64_t n_b) {
+  CRUCIBLE_ASSIGN_OR_RETURN(auto each, probe_samples(update, scale, a, n_a, b, n_b));
+  auto mean = [](const std::vector<double>& v) {
+    double s = 0;
+    for (double x : v) s += x;
+    return s / static_cast<double>(v.size());
+  };
+  return std::make_pair(mean(each.first), mean(each.second));
 }
 
 Status Replica::save(const std::filesystem::path& file, const std::map<std::string, std::string>& metadata) const {

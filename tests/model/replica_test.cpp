@@ -84,6 +84,33 @@ TEST(Replica, ProbeMeasuresTheUpdateAndRestoresBitForBit) {
   EXPECT_FALSE(r->loss(a, 0).is_ok());
 }
 
+// Each sample's loss: their mean is the batch loss, a sample's loss does not
+// depend on the others in its batch, and probe_samples gives the same
+// per-sample losses as measuring the updated model directly.
+TEST(Replica, SampleLossesAverageToTheLossAndProbeMatchesThem) {
+  auto r = make();
+  const auto L = small().seq_len;
+  const auto a = tokens(3, L), b = tokens(2, L);
+  auto each = r->sample_losses(a, 3);
+  ASSERT_TRUE(each.is_ok()) << each.status();
+  ASSERT_EQ(each->size(), 3u);
+  EXPECT_NEAR(((*each)[0] + (*each)[1] + (*each)[2]) / 3, *r->loss(a, 3), 1e-5);
+  auto first = r->sample_losses(std::span(a).first(static_cast<std::size_t>(L)), 1);
+  ASSERT_TRUE(first.is_ok());
+  EXPECT_NEAR((*first)[0], (*each)[0], 1e-5);
+  EXPECT_NE((*each)[0], (*each)[1]);  // different samples, different losses
+  const auto update = filled(r->specs(), 0.01f);
+  auto probed = r->probe_samples(update, 1.0, a, 3, b, 2);
+  ASSERT_TRUE(probed.is_ok()) << probed.status();
+  ASSERT_EQ(probed->first.size(), 3u);
+  ASSERT_EQ(probed->second.size(), 2u);
+  ASSERT_TRUE(r->apply_update(update, 1.0).is_ok());
+  auto direct = r->sample_losses(a, 3);
+  ASSERT_TRUE(direct.is_ok());
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(probed->first[i], (*direct)[i], 1e-6);
+  EXPECT_FALSE(r->sample_losses(a, 2).is_ok());  // wrong count
+}
+
 // The gradient points uphill (a small step against it lowers the loss, one
 // along it raises it), leaves the model and its grad state as they were,
 // and refuses a wrong sample count.

@@ -126,6 +126,40 @@ TEST(Gauntlet, MarginsAreFractionsOfTheRandomSide) {
   EXPECT_EQ(binary_indicator(e), 1);
 }
 
+// own_data_z by hand: per-sample gains over each set's mean loss before,
+// pooled spread, and the pass it decides.
+TEST(Gauntlet, OwnDataZIsTheGainDifferenceInUnitsOfItsNoise) {
+  // Own: before 2 2 2 2 (mean 2), after 1.8 1.9 1.8 1.9 -> gains .1 .05 .1 .05.
+  // Random: before 4 4 (mean 4), after 3.8 3.9 -> gains .05 .025.
+  const std::vector<double> bo{2, 2, 2, 2}, ao{1.8, 1.9, 1.8, 1.9}, br{4, 4}, ar{3.8, 3.9};
+  // means .075 and .0375; ss .0025 and .0003125; pooled sd sqrt(.0028125 / 4);
+  // se = sd * sqrt(1/4 + 1/2).
+  const double sd = std::sqrt(0.0028125 / 4), se = sd * std::sqrt(0.75);
+  EXPECT_NEAR(own_data_z(bo, ao, br, ar), (0.075 - 0.0375) / se, 1e-9);
+  EXPECT_NEAR(own_data_z(br, ar, bo, ao), -(0.075 - 0.0375) / se, 1e-9);  // the other way round
+  // The same update, ten times smaller: the same z (the noise scales too).
+  std::vector<double> ao10, ar10;
+  for (double a : ao) ao10.push_back(2 - (2 - a) / 10);
+  for (double a : ar) ar10.push_back(4 - (4 - a) / 10);
+  EXPECT_NEAR(own_data_z(bo, ao10, br, ar10), own_data_z(bo, ao, br, ar), 1e-6);
+  // Not measurable: one sample a side, mismatched sizes, no spread, no loss.
+  const std::vector<double> one{2.0}, after_one{1.0}, two{1.8, 1.9}, zeros{0.0, 0.0};
+  EXPECT_TRUE(std::isnan(own_data_z(one, after_one, br, ar)));
+  EXPECT_TRUE(std::isnan(own_data_z(bo, two, br, ar)));
+  EXPECT_TRUE(std::isnan(own_data_z(bo, bo, br, br)));  // a zero update
+  EXPECT_TRUE(std::isnan(own_data_z(zeros, zeros, br, ar)));
+
+  auto e = eval(1, 4.0, 3.56, 5.0, 4.5);  // own 11%, random 10%: the gain check passes
+  e.own_z = 0.8;
+  EXPECT_EQ(binary_indicator(e), 1);  // z_min 0
+  e.z_min = 1.0;
+  EXPECT_EQ(binary_indicator(e), -1);  // within the noise
+  e.own_z = 1.2;
+  EXPECT_EQ(binary_indicator(e), 1);
+  e.own_z = std::nan("");  // not measured: the gain check alone
+  EXPECT_EQ(binary_indicator(e), 1);
+}
+
 TEST(Gauntlet, SyncScoreByHand) {
   ScoringParams p;
   EXPECT_DOUBLE_EQ(sync_score(0, p), 1.0);

@@ -32,12 +32,15 @@ TEST(UidResult, RoundTripsWithTheRejectionName) {
   EXPECT_EQ(back->eval->binary, 1);
   EXPECT_FALSE(back->eval->align_own.has_value());  // no gradient check: no field
   EXPECT_FALSE(to_json(r).contains("align_own"));
+  EXPECT_FALSE(back->eval->own_z.has_value());
   r.eval->align_own = 0.03;
   r.eval->align_rand = 0.01;
+  r.eval->own_z = 1.5;
   back = uid_result_from_json(to_json(r));
   ASSERT_TRUE(back.is_ok());
   EXPECT_EQ(back->eval->align_own, 0.03);
   EXPECT_EQ(back->eval->align_rand, 0.01);
+  EXPECT_EQ(back->eval->own_z, 1.5);
   j = to_json(r);
   j["reason"] = "no such reason";
   EXPECT_EQ(uid_result_from_json(j).status().code(), StatusCode::kDataLoss);

@@ -65,6 +65,12 @@ double cosine(const model::TensorValues& a, const model::TensorValues& b) {
   return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0;
 }
 
+double mean_of(const std::vector<double>& v) {
+  double s = 0;
+  for (double x : v) s += x;
+  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
+}
+
 double norm_of(const model::TensorValues& d) {
   double sq = 0;
   for (const auto& t : d)
@@ -118,9 +124,9 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   const auto rand_uid = static_cast<std::uint16_t>(kRandomPoolUidBase + SplitMix64(seed).next() % kRandomPoolUidSpan);
   CRUCIBLE_ASSIGN_OR_RETURN(auto rand_tokens, tokens_of(rand_uid, w, cx.o.validator.eval_batches, cx));
   const auto n_rand = samples_in(rand_tokens, cx);
-  double before_rand = 0;
+  std::vector<double> before_rand;  // per sample
   if (!chosen.empty()) {
-    CRUCIBLE_ASSIGN_OR_RETURN(before_rand, cx.replica.loss(rand_tokens, n_rand));
+    CRUCIBLE_ASSIGN_OR_RETURN(before_rand, cx.replica.sample_losses(rand_tokens, n_rand));
   }
   // The gradient check: a miner that trained on its assigned samples moved
   // the model along the loss gradient on them more than along the one on
@@ -135,25 +141,27 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     if (!updates.count(who)) continue;  // failed to decode: rejected above
     CRUCIBLE_ASSIGN_OR_RETURN(auto own, own_tokens_of(who, w, cx.o.validator.eval_batches, cx));
     const auto n_own = samples_in(own, cx);
-    CRUCIBLE_ASSIGN_OR_RETURN(double before_own, cx.replica.loss(own, n_own));
+    CRUCIBLE_ASSIGN_OR_RETURN(auto before_own, cx.replica.sample_losses(own, n_own));
     const double clip = norms[who] > median && norms[who] > 0 ? median / norms[who] : 1.0;
     const double scale = cx.o.protocol.outer_lr * cx.o.validator.eval_lr_factor * clip;
-    auto after = cx.replica.probe(updates[who], scale, own, n_own, rand_tokens, n_rand);
+    auto after = cx.replica.probe_samples(updates[who], scale, own, n_own, rand_tokens, n_rand);
     metrics::global().add(metrics::Counter::kEvaluations);
-    Evaluation e{who, true, "", before_own, 0, before_rand, 0};
+    Evaluation e{who, true, "", mean_of(before_own), 0, mean_of(before_rand), 0};
     e.own_margin = cx.o.protocol.scoring.own_data_margin;
     e.align_margin = cx.o.protocol.scoring.gradient_margin;
+    e.z_min = cx.o.protocol.scoring.own_data_z;
     if (!after.is_ok()) {
       e.valid = false;
       e.reason = protocol::name(Rejection::kEvaluationFailed);
       by_uid[who]->reject(Rejection::kEvaluationFailed, after.status().to_string());
-    } else if (!std::isfinite(after->first) || !std::isfinite(after->second)) {
+    } else if (!std::isfinite(mean_of(after->first)) || !std::isfinite(mean_of(after->second))) {
       e.valid = false;
       e.reason = protocol::name(Rejection::kNonFinite);
       by_uid[who]->reject(Rejection::kNonFinite, "the update makes the loss non-finite");
     } else {
-      e.loss_after_own = after->first;
-      e.loss_after_rand = after->second;
+      e.loss_after_own = mean_of(after->first);
+      e.loss_after_rand = mean_of(after->second);
+      e.own_z = own_data_z(before_own, after->first, before_rand, after->second);
       double align_decoy = std::nan("");
       if (gradient_check) {
         CRUCIBLE_ASSIGN_OR_RETURN(auto own_gradient, cx.replica.gradient(own, n_own));
@@ -161,7 +169,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
         e.align_rand = cosine(updates[who], rand_gradient);
         e.align_required = require_alignment;
       }
-      double decoy_gain = std::nan("");
+      double decoy_gain = std::nan(""), decoy_z = std::nan("");
       if (cx.o.validator.measure_decoy && chosen.size() > 1) {
         // Another evaluated uid's own samples: what this update would show
         // had it been trained on data other than the uid's.
@@ -169,9 +177,12 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
         const std::uint16_t other = chosen[static_cast<std::size_t>(at + 1) % chosen.size()];
         CRUCIBLE_ASSIGN_OR_RETURN(auto decoy, own_tokens_of(other, w, cx.o.validator.eval_batches, cx));
         const auto n_decoy = samples_in(decoy, cx);
-        CRUCIBLE_ASSIGN_OR_RETURN(double before_decoy, cx.replica.loss(decoy, n_decoy));
-        auto after_decoy = cx.replica.probe(updates[who], scale, decoy, n_decoy, rand_tokens, n_rand);
-        if (after_decoy.is_ok()) decoy_gain = (before_decoy - after_decoy->first) / before_decoy;
+        CRUCIBLE_ASSIGN_OR_RETURN(auto before_decoy, cx.replica.sample_losses(decoy, n_decoy));
+        auto after_decoy = cx.replica.probe_samples(updates[who], scale, decoy, n_decoy, rand_tokens, n_rand);
+        if (after_decoy.is_ok()) {
+          decoy_gain = (mean_of(before_decoy) - mean_of(after_decoy->first)) / mean_of(before_decoy);
+          decoy_z = own_data_z(before_decoy, after_decoy->first, before_rand, after_decoy->second);
+        }
         if (gradient_check) {
           CRUCIBLE_ASSIGN_OR_RETURN(auto decoy_gradient, cx.replica.gradient(decoy, n_decoy));
           align_decoy = cosine(updates[who], decoy_gradient);
@@ -182,6 +193,8 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
                               {"own_gain", (e.loss_before_own - e.loss_after_own) / e.loss_before_own},
                               {"random_gain", (e.loss_before_rand - e.loss_after_rand) / e.loss_before_rand},
                               {"decoy_gain", decoy_gain},
+                              {"own_z", e.own_z},
+                              {"decoy_z", decoy_z},
                               {"align_own", e.align_own},
                               {"align_random", e.align_rand},
                               {"align_decoy", align_decoy},
@@ -192,7 +205,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   out.summary.window = w;
   out.summary.evaluated = chosen;
   out.summary.random_uid = rand_uid;
-  out.summary.loss_before_rand = before_rand;
+  out.summary.loss_before_rand = mean_of(before_rand);
   out.summary.median_norm = median;
   return out;
 }

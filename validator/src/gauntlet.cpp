@@ -18,8 +18,38 @@ int binary_indicator(const Evaluation& e) {
   double own = (e.loss_before_own - e.loss_after_own) / e.loss_before_own;
   double rand = (e.loss_before_rand - e.loss_after_rand) / e.loss_before_rand;
   if (!(own > rand + e.own_margin * std::abs(rand))) return -1;
+  if (!std::isnan(e.own_z) && !(e.own_z > e.z_min)) return -1;
   if (!e.align_required) return 1;
   return e.align_own > e.align_rand + e.align_margin * std::abs(e.align_rand) ? 1 : -1;  // a NaN either side fails
+}
+
+double own_data_z(std::span<const double> before_own, std::span<const double> after_own,
+                  std::span<const double> before_rand, std::span<const double> after_rand) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  struct Side {
+    double mean = 0, ss = 0;  // of the gains; sum of squared deviations
+    std::size_t n = 0;
+  };
+  auto side = [&](std::span<const double> before, std::span<const double> after) -> std::optional<Side> {
+    if (before.size() != after.size() || before.size() < 2) return std::nullopt;
+    double base = 0;
+    for (double b : before) base += b;
+    base /= static_cast<double>(before.size());
+    if (!(base > 0)) return std::nullopt;
+    Side s;
+    s.n = before.size();
+    std::vector<double> g(s.n);
+    for (std::size_t i = 0; i < s.n; ++i) s.mean += g[i] = (before[i] - after[i]) / base;
+    s.mean /= static_cast<double>(s.n);
+    for (double x : g) s.ss += (x - s.mean) * (x - s.mean);
+    return s;
+  };
+  auto own = side(before_own, after_own), rand = side(before_rand, after_rand);
+  if (!own || !rand) return nan;
+  const double pooled = std::sqrt((own->ss + rand->ss) / static_cast<double>(own->n + rand->n - 2));
+  const double se = pooled * std::sqrt(1.0 / static_cast<double>(own->n) + 1.0 / static_cast<double>(rand->n));
+  if (!(se > 0) || !std::isfinite(se)) return nan;
+  return (own->mean - rand->mean) / se;
 }
 
 OpenSkillParams openskill_params(const ScoringParams& p) {

@@ -42,6 +42,7 @@ std::vector<UidResult> window_results(const std::vector<Upload>& uploads, const 
                           behind != input.steps_behind.end() ? behind->second : 0.0};
       if (std::isfinite(e.align_own)) r.eval->align_own = e.align_own;
       if (std::isfinite(e.align_rand)) r.eval->align_rand = e.align_rand;
+      if (std::isfinite(e.own_z)) r.eval->own_z = e.own_z;
     }
     if (auto s = scores.find(u.uid); s != scores.end()) r.final_score = s->second.final_score;
     out.push_back(std::move(r));

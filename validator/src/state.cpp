@@ -140,6 +140,7 @@ json to_json(const UidResult& r) {
     j["steps_behind"] = e.steps_behind;
     if (e.align_own) j["align_own"] = *e.align_own;
     if (e.align_rand) j["align_rand"] = *e.align_rand;
+    if (e.own_z) j["own_z"] = *e.own_z;
   }
   return j;
 }
@@ -168,6 +169,7 @@ Result<UidResult> uid_result_from_json(const json& j) {
     e.steps_behind = rd.get<double>("steps_behind");
     e.align_own = rd.opt<double>("align_own");
     e.align_rand = rd.opt<double>("align_rand");
+    e.own_z = rd.opt<double>("own_z");
     r.eval = e;
   }
   if (!rd.ok()) return rd.status();

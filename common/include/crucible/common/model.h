@@ -44,6 +44,8 @@ class Llama {
   // Mean next-token cross-entropy over samples [batch, seq]: predicts
   // tokens[:, 1:] from tokens[:, :-1].
   at::Tensor loss(const at::Tensor& samples) const;
+  // Per sample [n]: the mean next-token loss of each row.
+  at::Tensor sample_losses(const at::Tensor& samples) const;
 
   // Moves the parameters (keeping them leaves that require grad).
   void to(const at::Device& device);

@@ -51,9 +51,17 @@ class Replica {
   // The gradient of the mean next-token loss over n samples at theta, per
   // tensor (host copies; theta and the parameters' grad state unchanged).
   Result<TensorValues> gradient(std::span<const std::int64_t> samples, std::int64_t n);
-  // The validator's probe: with theta' = theta - scale * update, the mean
-  // losses on `a` (n_a samples) and `b` (n_b samples); theta is then put
-  // back bit for bit, whatever happened.
+  // The mean next-token loss of each of n samples (no gradient).
+  Result<std::vector<double>> sample_losses(std::span<const std::int64_t> samples, std::int64_t n);
+  // The validator's probe: with theta' = theta - scale * update, the loss
+  // of each sample of `a` (n_a samples) and of `b` (n_b samples); theta is
+  // then put back bit for bit, whatever happened.
+  Result<std::pair<std::vector<double>, std::vector<double>>> probe_samples(const TensorValues& update, double scale,
+                                                                            std::span<const std::int64_t> a,
+                                                                            std::int64_t n_a,
+                                                                            std::span<const std::int64_t> b,
+                                                                            std::int64_t n_b);
+  // probe_samples' mean losses on `a` and on `b`.
   Result<std::pair<double, double>> probe(const TensorValues& update, double scale, std::span<const std::int64_t> a,
                                           std::int64_t n_a, std::span<const std::int64_t> b, std::int64_t n_b);
 

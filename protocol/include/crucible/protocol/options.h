@@ -29,6 +29,7 @@ struct ScoringParams {
   double admit_ratio = 0.25;      // a uid joins the set while its evidence is at least this
   double own_data_margin = 0.0;   // binary +1 needs own gain > random gain + margin * |random gain|
   double gradient_margin = 0.0;   // and (gradient check) align_own > align_rand + margin * |align_rand|
+  double own_data_z = 0.5;        // and the own-over-random gain's z (per-sample noise) above this
 };
 
 struct Options {

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -39,7 +40,24 @@ struct Evaluation {
   bool align_required = false;
   // The margins the passes need (ScoringParams' own_data_margin, gradient_margin).
   double own_margin = 0, align_margin = 0;
+  // The own-data gain's z over the random-data gain, from the losses of
+  // each sample (own_data_z below; NaN when not measured), and the z the
+  // pass needs (ScoringParams' own_data_z).
+  double own_z = std::numeric_limits<double>::quiet_NaN();
+  double z_min = 0;
 };
+
+// How far an update's gain on the uid's own samples stands above its gain on
+// the random samples, in units of the sampling noise of that difference
+// (protocol.md §6): each sample's gain is its loss drop over its set's mean
+// loss before (so the means are the gains binary compares), and
+//   z = (mean_own - mean_rand) / (s * sqrt(1/n_own + 1/n_rand))
+// with s the pooled standard deviation of the gains within each set. An
+// update not trained on the uid's samples draws z from about N(0, 1)
+// whatever its size; NaN with fewer than two samples a side, sizes that
+// differ before and after, a non-positive mean loss, or no spread at all.
+double own_data_z(std::span<const double> before_own, std::span<const double> after_own,
+                  std::span<const double> before_rand, std::span<const double> after_rand);
 
 // (before_rand - after_rand) / before_rand: the improvement on data the
 // miner could not have chosen.
@@ -48,7 +66,8 @@ double gradient_score(const Evaluation& e);
 // random data by own_margin of the latter (it trained on what it was
 // assigned) and, where the gradient check ran, the update's cosine with the
 // gradient on its own samples beats the one with the gradient on random
-// samples by align_margin of the latter (when align_required); else -1.
+// samples by align_margin of the latter (when align_required), and, where
+// own_z was measured, own_z > z_min; else -1.
 int binary_indicator(const Evaluation& e);
 // max(0, 1 - min(x, cap) / cap)^power for x windows behind.
 double sync_score(double steps_behind, const ScoringParams& p);

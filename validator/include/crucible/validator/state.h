@@ -45,6 +45,7 @@ struct EvalResult {
   int binary = 0;
   double steps_behind = 0;
   std::optional<double> align_own = {}, align_rand = {};  // the gradient check, when it ran
+  std::optional<double> own_z = {};                       // the own-data gain's z, when measured
 };
 
 // One uid's result in one window. "reason" is a protocol::Rejection name.
