@@ -847,6 +847,44 @@ TEST_F(ValidatorInProcess, ANewOwnerOfAUidDoesNotInheritItsScore) {
   EXPECT_EQ(rating_of(**node, b.uid).evaluations, 2u);  // the other miner's record is its own
 }
 
+// The same when the uid changes hands right after its first scored window:
+// the record that window created is bound to the hotkey it judged.
+TEST_F(ValidatorInProcess, AUidRecycledAfterItsFirstWindowDoesNotPassItsRecordOn) {
+  Miner& a = add_miner();
+  Miner& b = add_miner();
+  const protocol::WindowClock clock(o_.protocol);
+  mine_through(clock.slot_block(1), 100);
+  upload(a, 0, honest_packet(a, 0, 0.01f, 10), slot_start_of(0) + 1);
+  upload(b, 0, honest_packet(b, 0, 0.01f, 20), slot_start_of(0) + 1);
+  o_.validator.start_window = 0;
+  o_.validator.end_window = 1;
+  auto rating_of = [&](ValidatorNode& node, std::uint16_t uid) {
+    auto row = node.state().get(storage::Family::kRatings, rating_key(uid));
+    EXPECT_TRUE(row.is_ok() && row->has_value());
+    return score_from_json(nlohmann::json::parse(**row));
+  };
+  std::atomic<bool> stop{false};
+  {
+    auto node = ValidatorNode::create(o_, validator_key_, io());
+    ASSERT_TRUE(node.is_ok()) << node.status();
+    ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
+    const MinerScore first = rating_of(**node, a.uid);
+    EXPECT_EQ(first.evaluations, 1u);
+    EXPECT_EQ(first.hotkey, fake_.as(a.key)->hotkey_of(a.key.address()));  // bound in the window that made it
+  }
+  const chain::PrivateKey newcomer = key_of(4243);
+  fake_.replace_neuron(a.uid, newcomer);
+  mine_through(clock.slot_block(2), 100);
+  o_.validator.end_window = 2;
+  auto node = ValidatorNode::create(o_, validator_key_, io());
+  ASSERT_TRUE(node.is_ok()) << node.status();
+  ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
+  const MinerScore fresh = rating_of(**node, a.uid);
+  EXPECT_EQ(fresh.evaluations, 0u);
+  EXPECT_DOUBLE_EQ(fresh.rating.mu, Rating{}.mu);
+  EXPECT_EQ(fresh.hotkey, fake_.as(newcomer)->hotkey_of(newcomer.address()));
+}
+
 }  // namespace
 }  // namespace crucible::validator
 

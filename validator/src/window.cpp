@@ -37,6 +37,9 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
   CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));                        // evaluate.cpp
   ev.input.steps_behind = sync(w, ev.input.evaluations, uploads, st.model, cx);                 // sync.cpp
   score_window(st.scores, ev.input, cx.o.protocol.scoring);                                     // gauntlet.cpp
+  // Records this window created belong to the hotkeys whose packets it
+  // judged; unbound, the next owner of the uid would be taken for them.
+  forget_previous_owners(*mg, st);
   std::optional<PublishedSet> set;  // aggregation.cpp: admission uses this window's evidence
   if (protocol::lead_validator(*mg) == cx.uid) {
     CRUCIBLE_ASSIGN_OR_RETURN(set, fix_aggregation_set(w, uploads, st, cx));
