@@ -1,6 +1,8 @@
 #include "crucible/common/replica.h"
 
 #include <ATen/Parallel.h>
+#include <ATen/autocast_mode.h>
+#include <torch/version.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +12,60 @@
 
 namespace crucible::model {
 
+// libtorch 2.4 made autocast's switches per device type and deprecated
+// the older per-device functions (warnings, which -Werror turns into errors).
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 4)
+#define CRUCIBLE_AUTOCAST_BY_DEVICE_TYPE 1
+#endif
+
+AutocastScope::AutocastScope(bool cuda, bool on) : cuda_(cuda), on_(on) {
+  if (!on_) return;
+#ifdef CRUCIBLE_AUTOCAST_BY_DEVICE_TYPE
+  const at::DeviceType type = cuda_ ? at::kCUDA : at::kCPU;
+  was_enabled_ = at::autocast::is_autocast_enabled(type);
+  was_dtype_ = static_cast<int>(at::autocast::get_autocast_dtype(type));
+  at::autocast::set_autocast_dtype(type, at::kBFloat16);
+  at::autocast::set_autocast_enabled(type, true);
+#else
+  was_enabled_ = cuda_ ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+  was_dtype_ =
+      static_cast<int>(cuda_ ? at::autocast::get_autocast_gpu_dtype() : at::autocast::get_autocast_cpu_dtype());
+  if (cuda_) {
+    at::autocast::set_autocast_gpu_dtype(at::kBFloat16);
+    at::autocast::set_enabled(true);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(at::kBFloat16);
+    at::autocast::set_cpu_enabled(true);
+  }
+#endif
+  at::autocast::increment_nesting();
+}
+
+AutocastScope::~AutocastScope() {
+  if (!on_) return;
+  // The last scope out drops the casts it cached (of parameters that change).
+  if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+  const auto dtype = static_cast<at::ScalarType>(was_dtype_);
+#ifdef CRUCIBLE_AUTOCAST_BY_DEVICE_TYPE
+  const at::DeviceType type = cuda_ ? at::kCUDA : at::kCPU;
+  at::autocast::set_autocast_enabled(type, was_enabled_);
+  at::autocast::set_autocast_dtype(type, dtype);
+#else
+  if (cuda_) {
+    at::autocast::set_enabled(was_enabled_);
+    at::autocast::set_autocast_gpu_dtype(dtype);
+  } else {
+    at::autocast::set_cpu_enabled(was_enabled_);
+    at::autocast::set_autocast_cpu_dtype(dtype);
+  }
+#endif
+}
+
 struct Replica::Impl {
   std::unique_ptr<Llama> model;
   std::vector<TensorSpec> specs;
   at::Device device{at::kCPU};
+  bool autocast = false;
 
   at::Tensor& param(std::size_t i) { return const_cast<at::Tensor&>(model->parameters()[i].tensor); }
 
@@ -56,6 +108,13 @@ Result<std::unique_ptr<Replica>> Replica::create(const ModelConfig& config, cons
   } else if (options.device != "cpu") {
     return invalid_argument("device must be \"cpu\" or \"cuda\", not \"{}\"", options.device);
   }
+  if (options.autocast == "auto") {
+    m.autocast = m.device.is_cuda();
+  } else if (options.autocast == "bf16" || options.autocast == "off") {
+    m.autocast = options.autocast == "bf16";
+  } else {
+    return invalid_argument("autocast must be \"auto\", \"bf16\" or \"off\", not \"{}\"", options.autocast);
+  }
   CRUCIBLE_ASSIGN_OR_RETURN(Llama llama, Llama::create(config, init_seed));
   m.model = std::make_unique<Llama>(std::move(llama));
   m.model->to(m.device);
@@ -68,6 +127,7 @@ const std::vector<TensorSpec>& Replica::specs() const { return impl_->specs; }
 std::int64_t Replica::num_parameters() const { return impl_->model->num_parameters(); }
 Llama& Replica::llama() { return *impl_->model; }
 bool Replica::on_cuda() const { return impl_->device.is_cuda(); }
+bool Replica::autocast() const { return impl_->autocast; }
 
 TensorValues Replica::values_at(const std::vector<std::vector<std::int64_t>>& positions) const {
   TensorValues out;
@@ -104,6 +164,7 @@ Result<double> Replica::loss(std::span<const std::int64_t> samples, std::int64_t
     return invalid_argument("loss: {} tokens for {} samples of {}", samples.size(), n, L);
   }
   at::NoGradGuard g;
+  AutocastScope cast(m.device.is_cuda(), m.autocast);
   return m.model->loss(m.samples_tensor(samples, n)).item<double>();
 }
 
@@ -121,7 +182,11 @@ Result<TensorValues> Replica::gradient(std::span<const std::int64_t> samples, st
   }
   TensorValues out;
   {
-    at::Tensor loss = m.model->loss(m.samples_tensor(samples, n));
+    at::Tensor loss;
+    {
+      AutocastScope cast(m.device.is_cuda(), m.autocast);
+      loss = m.model->loss(m.samples_tensor(samples, n));
+    }
     loss.backward();
     for (std::size_t i = 0; i < m.specs.size(); ++i) {
       at::Tensor g = m.param(i).grad();
@@ -144,6 +209,7 @@ Result<std::vector<double>> Replica::sample_losses(std::span<const std::int64_t>
     return invalid_argument("loss: {} tokens for {} samples of {}", samples.size(), n, L);
   }
   at::NoGradGuard g;
+  AutocastScope cast(m.device.is_cuda(), m.autocast);
   at::Tensor each = m.model->sample_losses(m.samples_tensor(samples, n)).to(at::kCPU, at::kDouble).contiguous();
   return std::vector<double>(each.data_ptr<double>(), each.data_ptr<double>() + each.numel());
 }

@@ -35,7 +35,11 @@ struct InnerLoop::Impl {
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(schedule.at(steps));
     }
     optimizer->zero_grad();
-    at::Tensor loss = llama().loss(batch);
+    at::Tensor loss;
+    {
+      model::AutocastScope cast(replica->on_cuda(), replica->autocast());
+      loss = llama().loss(batch);
+    }
     const double value = loss.item<double>();
     if (!std::isfinite(value)) return internal_error("training loss became {} at step {}", value, index);
     loss.backward();

@@ -18,6 +18,9 @@ void bind_options(config::Schema& s, MinerOptions& o) {
   s.add_double("miner.grad_clip", &o.grad_clip, "Gradient norm clip (0 = off).", 0, 1e6);
   s.add_double("miner.ef_beta", &o.ef_beta, "Error feedback decay (beta).", 0, 1);
   s.add_string("miner.device", &o.device, "Where to train.", {"cpu", "cuda"});
+  s.add_string("miner.autocast", &o.autocast,
+               "Inner steps' forward passes in bf16 autocast: auto (on CUDA only), bf16, off.",
+               {"auto", "bf16", "off"});
   s.add_int("miner.threads", &o.threads, "Compute threads (0 = all cores).", 0, 1024);
   s.add_double("miner.aggregate_wait_s", &o.aggregate_wait_s,
                "Seconds to wait for a window's aggregate before training on without it.", 0, 86'400);

@@ -38,7 +38,7 @@ Status open_dataset(MinerNode::Impl& m) {
 }
 
 Status open_model_and_state(MinerNode::Impl& m) {
-  model::ReplicaOptions ro{m.o.miner.device, m.o.miner.threads};
+  model::ReplicaOptions ro{m.o.miner.device, m.o.miner.threads, m.o.miner.autocast};
   CRUCIBLE_ASSIGN_OR_RETURN(m.replica, model::Replica::create(m.o.model, ro, m.o.protocol.init_seed));
   CRUCIBLE_ASSIGN_OR_RETURN(m.loop, InnerLoop::create(*m.replica, m.o.miner));
   CRUCIBLE_ASSIGN_OR_RETURN(StateDir sd, StateDir::open(m.o.miner.state_dir));

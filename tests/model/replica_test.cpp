@@ -162,6 +162,36 @@ TEST(Replica, SavesAndLoadsAndSeedsDiffer) {
 
 TEST(Replica, RefusesUnknownDevices) {
   EXPECT_EQ(Replica::create(small(), ReplicaOptions{"tpu", 1}, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Replica::create(small(), ReplicaOptions{"cpu", 1, "fp8"}, 1).status().code(), StatusCode::kInvalidArgument);
+}
+
+// bf16 autocast: "auto" is off on a CPU; "bf16" computes the losses in
+// bf16 (close to f32, not equal), keeps the parameters f32 and leaves no
+// autocast behind (an f32 replica measures exactly what it did before).
+TEST(Replica, Bf16AutocastIsCloseToF32AndLeavesNothingBehind) {
+  auto f32 = make(1);
+  EXPECT_FALSE(f32->autocast());
+  auto bf16 = Replica::create(small(), ReplicaOptions{"cpu", 1, "bf16"}, 1);
+  ASSERT_TRUE(bf16.is_ok()) << bf16.status();
+  EXPECT_TRUE((*bf16)->autocast());
+  const auto L = small().seq_len;
+  const auto a = tokens(3, L);
+  auto exact = f32->sample_losses(a, 3);
+  auto cast = (*bf16)->sample_losses(a, 3);
+  ASSERT_TRUE(exact.is_ok() && cast.is_ok());
+  bool differs = false;
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_NEAR((*cast)[i], (*exact)[i], 0.02 * (*exact)[i]);
+    differs |= (*cast)[i] != (*exact)[i];
+  }
+  EXPECT_TRUE(differs) << "autocast did not take effect";
+  EXPECT_EQ(f32->sample_losses(a, 3).value(), *exact);  // nothing left switched on
+  auto g = (*bf16)->gradient(a, 3);
+  ASSERT_TRUE(g.is_ok()) << g.status();
+  for (const auto& t : *g)
+    for (float v : t) ASSERT_TRUE(std::isfinite(v));
+  const auto pos = first_positions(f32->specs());
+  EXPECT_EQ((*bf16)->values_at(pos), f32->values_at(pos));  // the parameters untouched, f32
 }
 
 }  // namespace

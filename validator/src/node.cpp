@@ -232,7 +232,7 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
                 {{"data_dir", options.validator.data_dir}, {"error", val.status().to_string()}});
     }
   }
-  model::ReplicaOptions ro{options.validator.device, options.validator.threads};
+  model::ReplicaOptions ro{options.validator.device, options.validator.threads, options.validator.autocast};
   CRUCIBLE_ASSIGN_OR_RETURN(m.replica, model::Replica::create(options.model, ro, options.protocol.init_seed));
   std::error_code ec;
   fs::create_directories(options.validator.state_dir, ec);

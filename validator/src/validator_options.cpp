@@ -48,6 +48,9 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
                "the time a packet takes to download.",
                0.01, 600);
   s.add_string("validator.device", &o.device, "Where to evaluate.", {"cpu", "cuda"});
+  s.add_string("validator.autocast", &o.autocast,
+               "Evaluation's forward passes in bf16 autocast: auto (on CUDA only), bf16, off.",
+               {"auto", "bf16", "off"});
   s.add_int("validator.threads", &o.threads, "Compute threads (0 = all cores).", 0, 1024);
   s.add_int("validator.start_window", &o.start_window,
             "First window a fresh validator processes (-1: the one under way; older ones replay history).", -1,

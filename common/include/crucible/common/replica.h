@@ -26,6 +26,25 @@ class Llama;
 struct ReplicaOptions {
   std::string device = "cpu";  // "cpu" or "cuda"
   int threads = 0;             // torch intra-op threads; 0 = all cores
+  // Forward passes (losses, gradients, the miner's inner steps) in bf16
+  // autocast: "auto" (on CUDA, where tensor cores make it pay; not on CPU),
+  // "bf16" (wherever), "off". Parameters, optimizer state and losses stay
+  // f32.
+  std::string autocast = "auto";
+};
+
+// bf16 autocast for the replica's device while it lives (when `on`), the
+// previous state restored after; the same on libtorch 1.13 and 2.x.
+class AutocastScope {
+ public:
+  AutocastScope(bool cuda, bool on);
+  ~AutocastScope();
+  AutocastScope(const AutocastScope&) = delete;
+  AutocastScope& operator=(const AutocastScope&) = delete;
+
+ private:
+  bool cuda_ = false, on_ = false, was_enabled_ = false;
+  int was_dtype_ = 0;
 };
 
 class Replica {
@@ -74,6 +93,8 @@ class Replica {
   // For the inner loop (a torch translation unit): the module itself.
   Llama& llama();
   bool on_cuda() const;
+  // Whether forward passes run in bf16 autocast (ReplicaOptions::autocast).
+  bool autocast() const;
 
  private:
   Replica();

@@ -25,6 +25,7 @@ struct MinerOptions {
   double grad_clip = 1.0;
   double ef_beta = 0.95;           // error feedback decay
   std::string device = "cpu";      // "cpu" or "cuda"
+  std::string autocast = "auto";   // inner steps in bf16 autocast: auto (on CUDA), bf16, off
   int threads = 0;                 // torch and codec threads; 0 = all cores
   double aggregate_wait_s = 30.0;  // how long to wait for a window's aggregate before training on
   std::uint16_t metrics_port = 0;  // Prometheus /metrics on 127.0.0.1; 0 = off

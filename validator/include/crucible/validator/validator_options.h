@@ -28,6 +28,7 @@ struct ValidatorOptions {
   double observe_interval_s = 1.0;         // between two polls of a miner's key during its slot (timing evidence)
   double observe_max_latency_s = 5.0;      // a poll (HEAD and download) slower than this proves no time
   std::string device = "cpu";              // "cpu" or "cuda"
+  std::string autocast = "auto";           // evaluation in bf16 autocast: auto (on CUDA), bf16, off
   int threads = 0;                         // 0 = all cores
   std::uint32_t max_windows = 0;           // stop after this many windows (0 = run until stopped)
   std::int64_t start_window = -1;          // first window to process on a fresh state (-1: the one under way)
