@@ -33,6 +33,10 @@ void bind_scoring(config::Schema& schema, ScoringParams& s) {
                     "The binary indicator is +1 only when the update's relative loss gain on the uid's own samples "
                     "beats the one on random samples by this fraction of the latter (docs/reliability.md).",
                     0, 10);
+  schema.add_int("protocol.min_evaluations", &s.min_evaluations,
+                 "A uid's final score stays 0 until it has this many evaluated windows: evidence from several "
+                 "windows before one lucky evaluation pays.",
+                 1, 1000);
   schema.add_double("protocol.own_data_z", &s.own_data_z,
                     "The binary indicator is +1 only when the update's gain on the uid's own samples stands this "
                     "many standard errors above its gain on random samples, the noise measured from the losses of "

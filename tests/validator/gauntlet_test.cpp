@@ -171,6 +171,7 @@ TEST(Gauntlet, SyncScoreByHand) {
 
 TEST(Gauntlet, FinalScoreCombinesTheFactors) {
   ScoringParams p;
+  p.min_evaluations = 1;  // the formula from the first window
   std::map<std::uint16_t, MinerScore> s;
   WindowInput in;
   in.window = 10;
@@ -199,11 +200,38 @@ TEST(Gauntlet, FinalScoreCombinesTheFactors) {
   EXPECT_DOUBLE_EQ(s[1].penalty, 1.0);
 }
 
+// No final score before min_evaluations evaluated windows: one lucky
+// window of an other-data miner pays nothing.
+TEST(Gauntlet, NoScoreBeforeSeveralEvaluatedWindows) {
+  ScoringParams p;
+  ASSERT_EQ(p.min_evaluations, 3u);
+  std::map<std::uint16_t, MinerScore> s;
+  WindowInput in;
+  in.uploaded = in.candidates = {1, 2};
+  for (std::uint64_t w = 1; w <= 3; ++w) {
+    in.window = w;
+    in.evaluations = {eval(1, 4, 3, 5, 4), eval(2, 4, 3.9, 5, 4.9)};
+    score_window(s, in, p);
+    EXPECT_EQ(s[1].evaluations, w);
+    if (w < 3) {
+      EXPECT_EQ(s[1].final_score, 0.0) << "window " << w;
+    } else {
+      EXPECT_GT(s[1].final_score, 0.0);
+    }
+  }
+  // An invalid evaluation is no evidence: it does not count towards them.
+  std::map<std::uint16_t, MinerScore> t;
+  in.evaluations = {Evaluation{1, false, "copy", 0, 0, 0, 0}, eval(2, 4, 3.9, 5, 4.9)};
+  score_window(t, in, p);
+  EXPECT_EQ(t[1].evaluations, 0u);
+}
+
 TEST(Gauntlet, TwoNegativeFactorsNeverMakeAPositiveScore) {
   ScoringParams p;
   std::map<std::uint16_t, MinerScore> s;
   s[7].rating = Rating{5, 5};  // ordinal -10
   s[7].bma = -0.5;
+  s[7].evaluations = 5;  // a record, not evaluated in this window
   WindowInput in;
   in.window = 1;
   in.candidates = {7};
@@ -222,6 +250,7 @@ TEST(Gauntlet, TwoNegativeFactorsNeverMakeAPositiveScore) {
 
 TEST(Gauntlet, InvalidUpdatesRankLastAndScoreZero) {
   ScoringParams p;
+  p.min_evaluations = 1;  // the formula from the first window
   std::map<std::uint16_t, MinerScore> s;
   for (std::uint16_t u : {1, 2, 3}) s[u].bma = 0.5;
   WindowInput in;

@@ -139,7 +139,9 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
   for (const auto& [uid, x] : in.steps_behind) scores[uid].sync = sync_score(x, p);
   for (auto& [uid, s] : scores) {
     // max(0, BMA): a negative BMA never turns a negative ordinal into a positive score.
-    s.final_score = s.zeroed ? 0.0 : s.rating.ordinal() * std::max(0.0, s.bma) * s.sync * s.penalty;
+    s.final_score = s.zeroed || s.evaluations < p.min_evaluations
+                        ? 0.0
+                        : s.rating.ordinal() * std::max(0.0, s.bma) * s.sync * s.penalty;
   }
 }
 

@@ -16,20 +16,21 @@ inline constexpr std::uint16_t kVersion = 1;  // in packets and object keys (v1/
 // Gauntlet scoring (protocol.md §6). A validator that scores with other
 // values ranks miners differently from its peers: they are network-wide.
 struct ScoringParams {
-  double openskill_beta = 7.0;    // OpenSkill performance uncertainty
-  double openskill_tau = 0.1;     // OpenSkill dynamics: sigma^2 += tau^2 before rating
-  double openskill_kappa = 1e-4;  // floor of OpenSkill's variance shrink factor
-  double bma_alpha = 0.05;        // BMA <- (1 - alpha) * BMA + alpha * binary
-  double sync_max_steps = 3.0;    // steps behind are capped here
-  double sync_power = 2.5;        // sync = max(0, 1 - min(x, cap)/cap)^power
-  double missing_penalty = 0.75;  // per consecutive window without a valid upload
-  double weight_power = 2.0;      // w_i ∝ max(0, final_i)^power
-  double rank_tie = 1e-3;         // gradient scores within this of their group's best share its rank
-  double evidence_alpha = 0.5;    // evidence <- (1 - alpha) * evidence + alpha * relative gradient score
-  double admit_ratio = 0.25;      // a uid joins the set while its evidence is at least this
-  double own_data_margin = 0.0;   // binary +1 needs own gain > random gain + margin * |random gain|
-  double gradient_margin = 0.0;   // and (gradient check) align_own > align_rand + margin * |align_rand|
-  double own_data_z = 0.5;        // and the own-over-random gain's z (per-sample noise) above this
+  double openskill_beta = 7.0;        // OpenSkill performance uncertainty
+  double openskill_tau = 0.1;         // OpenSkill dynamics: sigma^2 += tau^2 before rating
+  double openskill_kappa = 1e-4;      // floor of OpenSkill's variance shrink factor
+  double bma_alpha = 0.05;            // BMA <- (1 - alpha) * BMA + alpha * binary
+  double sync_max_steps = 3.0;        // steps behind are capped here
+  double sync_power = 2.5;            // sync = max(0, 1 - min(x, cap)/cap)^power
+  double missing_penalty = 0.75;      // per consecutive window without a valid upload
+  double weight_power = 2.0;          // w_i ∝ max(0, final_i)^power
+  double rank_tie = 1e-3;             // gradient scores within this of their group's best share its rank
+  double evidence_alpha = 0.5;        // evidence <- (1 - alpha) * evidence + alpha * relative gradient score
+  double admit_ratio = 0.25;          // a uid joins the set while its evidence is at least this
+  double own_data_margin = 0.0;       // binary +1 needs own gain > random gain + margin * |random gain|
+  double gradient_margin = 0.0;       // and (gradient check) align_own > align_rand + margin * |align_rand|
+  std::uint32_t min_evaluations = 3;  // no final score before this many evaluated windows
+  double own_data_z = 0.5;            // and the own-over-random gain's z (per-sample noise) above this
 };
 
 struct Options {

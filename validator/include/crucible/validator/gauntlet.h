@@ -113,7 +113,8 @@ struct WindowInput {
 // scores within rank_tie of their group's best sharing its rank (invalid
 // ones tie for last), and rate them; evidence for set admission; BMA from the binary indicator;
 // sync; penalties for candidates without a valid upload; the final score
-//   final = ordinal * max(0, BMA) * sync * penalty  (0 when zeroed),
+//   final = ordinal * max(0, BMA) * sync * penalty  (0 when zeroed, and
+// before min_evaluations evaluated windows),
 // and waiting counters.
 void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput& input, const ScoringParams& p);
 
