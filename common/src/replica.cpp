@@ -84,6 +84,15 @@ struct Replica::Impl {
     return Status::ok();
   }
 
+  // n samples of seq_len tokens, or invalid_argument naming `what`.
+  Status check_samples(std::span<const std::int64_t> samples, std::int64_t n, const char* what) const {
+    const std::int64_t L = model->config().seq_len;
+    if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
+      return invalid_argument("{}: {} tokens for {} samples of {}", what, samples.size(), n, L);
+    }
+    return Status::ok();
+  }
+
   at::Tensor samples_tensor(std::span<const std::int64_t> samples, std::int64_t n) const {
     const std::int64_t L = model->config().seq_len;
     return at::from_blob(const_cast<std::int64_t*>(samples.data()), {n, L}, at::kLong).to(device);
@@ -159,10 +168,7 @@ Status Replica::apply_update(const TensorValues& update, double scale) {
 
 Result<double> Replica::loss(std::span<const std::int64_t> samples, std::int64_t n) {
   auto& m = *impl_;
-  const std::int64_t L = m.model->config().seq_len;
-  if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
-    return invalid_argument("loss: {} tokens for {} samples of {}", samples.size(), n, L);
-  }
+  CRUCIBLE_RETURN_IF_ERROR(m.check_samples(samples, n, "loss"));
   at::NoGradGuard g;
   AutocastScope cast(m.device.is_cuda(), m.autocast);
   return m.model->loss(m.samples_tensor(samples, n)).item<double>();
@@ -170,10 +176,7 @@ Result<double> Replica::loss(std::span<const std::int64_t> samples, std::int64_t
 
 Result<TensorValues> Replica::gradient(std::span<const std::int64_t> samples, std::int64_t n) {
   auto& m = *impl_;
-  const std::int64_t L = m.model->config().seq_len;
-  if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
-    return invalid_argument("gradient: {} tokens for {} samples of {}", samples.size(), n, L);
-  }
+  CRUCIBLE_RETURN_IF_ERROR(m.check_samples(samples, n, "gradient"));
   std::vector<bool> had;
   for (std::size_t i = 0; i < m.specs.size(); ++i) {
     had.push_back(m.param(i).requires_grad());
@@ -204,10 +207,7 @@ Result<TensorValues> Replica::gradient(std::span<const std::int64_t> samples, st
 
 Result<std::vector<double>> Replica::sample_losses(std::span<const std::int64_t> samples, std::int64_t n) {
   auto& m = *impl_;
-  const std::int64_t L = m.model->config().seq_len;
-  if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
-    return invalid_argument("loss: {} tokens for {} samples of {}", samples.size(), n, L);
-  }
+  CRUCIBLE_RETURN_IF_ERROR(m.check_samples(samples, n, "loss"));
   at::NoGradGuard g;
   AutocastScope cast(m.device.is_cuda(), m.autocast);
   at::Tensor each = m.model->sample_losses(m.samples_tensor(samples, n)).to(at::kCPU, at::kDouble).contiguous();

@@ -809,6 +809,13 @@ namespace {
 
 // A recycled uid: the miner that earned its score deregisters, someone else
 // registers the uid. Through the node: the new owner starts afresh.
+// A uid's record as the node keeps it.
+MinerScore rating_of(ValidatorNode& node, std::uint16_t uid) {
+  auto row = node.state().get(storage::Family::kRatings, rating_key(uid));
+  EXPECT_TRUE(row.is_ok() && row->has_value());
+  return row.is_ok() && row->has_value() ? score_from_json(nlohmann::json::parse(**row)) : MinerScore{};
+}
+
 TEST_F(ValidatorInProcess, ANewOwnerOfAUidDoesNotInheritItsScore) {
   Miner& a = add_miner();
   Miner& b = add_miner();
@@ -820,11 +827,6 @@ TEST_F(ValidatorInProcess, ANewOwnerOfAUidDoesNotInheritItsScore) {
   }
   o_.validator.start_window = 0;
   o_.validator.end_window = 2;
-  auto rating_of = [&](ValidatorNode& node, std::uint16_t uid) {
-    auto row = node.state().get(storage::Family::kRatings, rating_key(uid));
-    EXPECT_TRUE(row.is_ok() && row->has_value());
-    return score_from_json(nlohmann::json::parse(**row));
-  };
   std::atomic<bool> stop{false};
   {
     auto node = ValidatorNode::create(o_, validator_key_, io());
@@ -858,11 +860,6 @@ TEST_F(ValidatorInProcess, AUidRecycledAfterItsFirstWindowDoesNotPassItsRecordOn
   upload(b, 0, honest_packet(b, 0, 0.01f, 20), slot_start_of(0) + 1);
   o_.validator.start_window = 0;
   o_.validator.end_window = 1;
-  auto rating_of = [&](ValidatorNode& node, std::uint16_t uid) {
-    auto row = node.state().get(storage::Family::kRatings, rating_key(uid));
-    EXPECT_TRUE(row.is_ok() && row->has_value());
-    return score_from_json(nlohmann::json::parse(**row));
-  };
   std::atomic<bool> stop{false};
   {
     auto node = ValidatorNode::create(o_, validator_key_, io());
