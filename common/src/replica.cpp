@@ -241,12 +241,13 @@ Result<std::pair<double, double>> Replica::probe(const TensorValues& update, dou
                                                  std::span<const std::int64_t> a, std::int64_t n_a,
                                                  std::span<const std::int64_t> b, std::int64_t n_b) {
   CRUCIBLE_ASSIGN_OR_RETURN(auto each, probe_samples(update, scale, a, n_a, b, n_b));
-  auto mean = [](const std::vector<double>& v) {
-    double s = 0;
-    for (double x : v) s += x;
-    return s / static_cast<double>(v.size());
-  };
-  return std::make_pair(mean(each.first), mean(each.second));
+  return std::make_pair(mean_loss(each.first), mean_loss(each.second));
+}
+
+double mean_loss(std::span<const double> losses) {
+  double s = 0;
+  for (double x : losses) s += x;
+  return losses.empty() ? 0.0 : s / static_cast<double>(losses.size());
 }
 
 Status Replica::save(const std::filesystem::path& file, const std::map<std::string, std::string>& metadata) const {

@@ -65,12 +65,6 @@ double cosine(const model::TensorValues& a, const model::TensorValues& b) {
   return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0;
 }
 
-double mean_of(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += x;
-  return v.empty() ? 0.0 : s / static_cast<double>(v.size());
-}
-
 double norm_of(const model::TensorValues& d) {
   double sq = 0;
   for (const auto& t : d)
@@ -146,21 +140,23 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     const double scale = cx.o.protocol.outer_lr * cx.o.validator.eval_lr_factor * clip;
     auto after = cx.replica.probe_samples(updates[who], scale, own, n_own, rand_tokens, n_rand);
     metrics::global().add(metrics::Counter::kEvaluations);
-    Evaluation e{who, true, "", mean_of(before_own), 0, mean_of(before_rand), 0};
+    Evaluation e{who, true, "", model::mean_loss(before_own), 0, model::mean_loss(before_rand), 0};
     e.own_margin = cx.o.protocol.scoring.own_data_margin;
     e.align_margin = cx.o.protocol.scoring.gradient_margin;
     e.z_min = cx.o.protocol.scoring.own_data_z;
+    const double after_own = after.is_ok() ? model::mean_loss(after->first) : 0;
+    const double after_rand = after.is_ok() ? model::mean_loss(after->second) : 0;
     if (!after.is_ok()) {
       e.valid = false;
       e.reason = protocol::name(Rejection::kEvaluationFailed);
       by_uid[who]->reject(Rejection::kEvaluationFailed, after.status().to_string());
-    } else if (!std::isfinite(mean_of(after->first)) || !std::isfinite(mean_of(after->second))) {
+    } else if (!std::isfinite(after_own) || !std::isfinite(after_rand)) {
       e.valid = false;
       e.reason = protocol::name(Rejection::kNonFinite);
       by_uid[who]->reject(Rejection::kNonFinite, "the update makes the loss non-finite");
     } else {
-      e.loss_after_own = mean_of(after->first);
-      e.loss_after_rand = mean_of(after->second);
+      e.loss_after_own = after_own;
+      e.loss_after_rand = after_rand;
       e.own_z = own_data_z(before_own, after->first, before_rand, after->second);
       double align_decoy = std::nan("");
       if (gradient_check) {
@@ -180,7 +176,8 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
         CRUCIBLE_ASSIGN_OR_RETURN(auto before_decoy, cx.replica.sample_losses(decoy, n_decoy));
         auto after_decoy = cx.replica.probe_samples(updates[who], scale, decoy, n_decoy, rand_tokens, n_rand);
         if (after_decoy.is_ok()) {
-          decoy_gain = (mean_of(before_decoy) - mean_of(after_decoy->first)) / mean_of(before_decoy);
+          const double before = model::mean_loss(before_decoy);
+          decoy_gain = (before - model::mean_loss(after_decoy->first)) / before;
           decoy_z = own_data_z(before_decoy, after_decoy->first, before_rand, after_decoy->second);
         }
         if (gradient_check) {
@@ -205,7 +202,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   out.summary.window = w;
   out.summary.evaluated = chosen;
   out.summary.random_uid = rand_uid;
-  out.summary.loss_before_rand = mean_of(before_rand);
+  out.summary.loss_before_rand = model::mean_loss(before_rand);
   out.summary.median_norm = median;
   return out;
 }

@@ -102,6 +102,10 @@ class Replica {
   std::unique_ptr<Impl> impl_;
 };
 
+// The mean of per-sample losses (sample_losses, probe_samples): the batch's
+// loss. 0 for none.
+double mean_loss(std::span<const double> losses);
+
 // Mean next-token loss over the first `samples` samples of `data` (all of
 // them when fewer), in batches of `batch`: what the validator's held-out
 // loss and `crucible model eval` report. Fails on an empty range.
