@@ -3,8 +3,9 @@
 //   eval_bench [--model configs/models/1b.toml] [--device cuda] [--miners 20] [--samples 4] [--threads 0]
 //
 // Per miner it does what the Gauntlet does (validator/src/evaluate.cpp):
-// decode the miner's compressed update, every tensor, on the CPU backend
-// (kernels::decompress), then Replica::probe: the model with the update
+// decode the miner's compressed update, every tensor, on the backend of
+// --device (kernels/backend_codec.h; the result comes back to the host, as
+// in the validator), then Replica::probe: the model with the update
 // applied, losses on the miner's own samples and on random samples, the
 // model put back bit for bit. Plus the window's two baseline losses, once.
 // Updates are random at the codec's real density; tokens are random ids.
@@ -20,7 +21,7 @@
 
 #include "crucible/common/model_config.h"
 #include "crucible/common/replica.h"
-#include "crucible/kernels/error_feedback.h"
+#include "crucible/kernels/backend_codec.h"
 #include "random_update.h"
 
 namespace {
@@ -65,6 +66,7 @@ int main(int argc, char** argv) {
   const auto config = must(model::load_model_config(model), "model");
   auto t0 = Clock::now();
   auto replica = must(model::Replica::create(config, {device, threads}, 1), "replica");
+  auto codec = must(kernels::backend_for(device, threads), "codec backend");
   fmt::print("model {} ({:.1f}M parameters) on {}: built in {:.1f} s\n", model,
              static_cast<double>(replica->num_parameters()) / 1e6, device, since(t0));
   const auto& specs = replica->specs();
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
     auto t1 = Clock::now();
     const auto& u = updates[static_cast<std::size_t>(m % 2)];
     for (std::size_t t = 0; t < specs.size(); ++t) {
-      if (Status st = kernels::decompress(u[t], dense[t], threads); !st.is_ok()) return must(Result<int>(st), "decode");
+      if (Status st = kernels::decompress(*codec, u[t], dense[t]); !st.is_ok()) return must(Result<int>(st), "decode");
     }
     decode_s += since(t1);
     t1 = Clock::now();

@@ -108,7 +108,7 @@ quiet build 420 cmake --build "$B/build" -j "$(nproc)" --target kernels_tests co
 
 # 3. Run.
 BIN="$B/build/bin"
-run "backend-ops test (every op on every backend)" 120 "$BIN/kernels_tests" --gtest_filter='Every/BackendOps.*:BackendDiscovery.*'
+run "backend-ops test (every op on every backend)" 120 "$BIN/kernels_tests" --gtest_filter='Every/BackendOps.*:BackendDiscovery.*:BackendCodec.*'
 run "codec against torch's GPU ops (LLaMA-like 25M and 1B)" 240 "$BIN/codec_bench" --device cuda --set all --repeat 3
 run "validator evaluation at 1b: 20 miners" 240 "$BIN/eval_bench" --model configs/models/1b.toml --device cuda --miners 20 --samples 4
 say "" "results: $RESULTS"

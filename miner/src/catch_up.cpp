@@ -107,7 +107,8 @@ Status MinerNode::Impl::apply_one(storage::ObjectStore& lead, std::uint64_t w) {
                                state.applied_window ? std::to_string(*state.applied_window) : "none");
   }
   if (!set.uids.empty()) {
-    CRUCIBLE_ASSIGN_OR_RETURN(auto merged, protocol::fetch_and_merge(set, lead, specs(), o.storage.max_object_bytes));
+    CRUCIBLE_ASSIGN_OR_RETURN(auto merged,
+                              protocol::fetch_and_merge(set, lead, specs(), o.storage.max_object_bytes, codec.get()));
     CRUCIBLE_RETURN_IF_ERROR(replica->apply_update(merged, o.protocol.outer_lr));
   }
   state.applied_window = w;

@@ -6,6 +6,7 @@
 
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
+#include "crucible/kernels/backend_codec.h"
 #include "node_impl.h"
 
 namespace crucible::miner {
@@ -41,6 +42,7 @@ Status open_model_and_state(MinerNode::Impl& m) {
   model::ReplicaOptions ro{m.o.miner.device, m.o.miner.threads, m.o.miner.autocast};
   CRUCIBLE_ASSIGN_OR_RETURN(m.replica, model::Replica::create(m.o.model, ro, m.o.protocol.init_seed));
   CRUCIBLE_ASSIGN_OR_RETURN(m.loop, InnerLoop::create(*m.replica, m.o.miner));
+  CRUCIBLE_ASSIGN_OR_RETURN(m.codec, kernels::backend_for(m.o.miner.device, m.o.miner.threads));
   CRUCIBLE_ASSIGN_OR_RETURN(StateDir sd, StateDir::open(m.o.miner.state_dir));
   m.state_dir.emplace(std::move(sd));
   CRUCIBLE_ASSIGN_OR_RETURN(auto loaded, m.state_dir->load(m.specs()));

@@ -12,6 +12,7 @@
 #include "crucible/common/dataset.h"
 #include "crucible/common/replica.h"
 #include "crucible/common/retry.h"
+#include "crucible/kernels/backend.h"
 #include "crucible/miner/inner_loop.h"
 #include "crucible/miner/miner_state.h"
 #include "crucible/miner/node.h"
@@ -42,6 +43,7 @@ struct MinerNode::Impl {
   std::optional<data::Dataset> dataset;
   std::unique_ptr<model::Replica> replica;
   std::unique_ptr<InnerLoop> loop;
+  std::unique_ptr<kernels::Backend> codec;  // error feedback, compression, merges: on miner.device
   std::optional<StateDir> state_dir;
   MinerState state;
   std::uint16_t uid = 0;

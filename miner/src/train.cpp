@@ -6,6 +6,7 @@
 #include "crucible/chain/packet_signing.h"
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
+#include "crucible/kernels/backend_codec.h"
 #include "crucible/kernels/packet_tensor.h"
 #include "node_impl.h"
 
@@ -58,9 +59,9 @@ Result<packet::Packet> MinerNode::Impl::compress(std::uint64_t w, const WindowRe
   p.sample_digest = sample_digest;
   for (std::size_t i = 0; i < specs().size(); ++i) {
     const auto& spec = specs()[i];
-    CRUCIBLE_ASSIGN_OR_RETURN(kernels::CompressedTensor c,
-                              kernels::error_feedback_step(state.ef[i], r.delta[i], spec.shape,
-                                                           static_cast<float>(o.miner.ef_beta), o.miner.threads));
+    CRUCIBLE_ASSIGN_OR_RETURN(
+        kernels::CompressedTensor c,
+        kernels::error_feedback_step(*codec, state.ef[i], r.delta[i], spec.shape, static_cast<float>(o.miner.ef_beta)));
     CRUCIBLE_ASSIGN_OR_RETURN(packet::Tensor t, kernels::to_packet_tensor(spec.name, spec.shape, c));
     p.tensors.push_back(std::move(t));
   }

@@ -54,7 +54,8 @@ Status store_set_packets(const AggregationSet& set, const std::vector<ByteSpan>&
 }
 
 Result<TensorValues> fetch_and_merge(const AggregationSet& set, storage::ObjectStore& lead,
-                                     const std::vector<TensorSpec>& specs, std::uint64_t max_packet_bytes) {
+                                     const std::vector<TensorSpec>& specs, std::uint64_t max_packet_bytes,
+                                     kernels::Backend* codec) {
   std::vector<PeerTensors> updates;
   packet::Limits limits;
   limits.max_packet_bytes = max_packet_bytes;
@@ -70,7 +71,7 @@ Result<TensorValues> fetch_and_merge(const AggregationSet& set, storage::ObjectS
     if (!tensors.is_ok()) return fail(tensors.status());
     updates.push_back({uid, std::move(*tensors)});
   }
-  return merge_updates(updates, specs);
+  return merge_updates(updates, specs, codec);
 }
 
 }  // namespace crucible::protocol

@@ -55,8 +55,8 @@ Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, storage::O
                  WindowContext& cx) {
   model::TensorValues merged;
   if (!set.uids.empty()) {
-    CRUCIBLE_ASSIGN_OR_RETURN(merged,
-                              protocol::fetch_and_merge(set, lead, cx.replica.specs(), cx.o.storage.max_object_bytes));
+    CRUCIBLE_ASSIGN_OR_RETURN(
+        merged, protocol::fetch_and_merge(set, lead, cx.replica.specs(), cx.o.storage.max_object_bytes, cx.codec));
     CRUCIBLE_RETURN_IF_ERROR(cx.replica.apply_update(merged, cx.o.protocol.outer_lr));
   }
   model.last_aggregate = std::move(merged);

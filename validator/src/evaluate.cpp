@@ -8,6 +8,7 @@
 #include "crucible/common/metrics.h"
 #include "crucible/common/sampler.h"
 #include "crucible/kernels/aggregate.h"
+#include "crucible/kernels/backend_codec.h"
 #include "crucible/validator/window.h"
 
 namespace crucible::validator {
@@ -47,7 +48,8 @@ Result<model::TensorValues> dense(const Upload& u, WindowContext& cx) {
   model::TensorValues d(u.tensors.size());
   for (std::size_t t = 0; t < u.tensors.size(); ++t) {
     d[t].assign(static_cast<std::size_t>(cx.replica.specs()[t].numel()), 0.0f);
-    CRUCIBLE_RETURN_IF_ERROR(kernels::decompress(u.tensors[t], d[t]));
+    CRUCIBLE_RETURN_IF_ERROR(cx.codec != nullptr ? kernels::decompress(*cx.codec, u.tensors[t], d[t])
+                                                 : kernels::decompress(u.tensors[t], d[t]));
   }
   return d;
 }

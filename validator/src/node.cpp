@@ -10,6 +10,7 @@
 #include "crucible/common/log.h"
 #include "crucible/common/retry.h"
 #include "crucible/common/safetensors.h"
+#include "crucible/kernels/backend_codec.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/validator/window.h"
 
@@ -40,6 +41,7 @@ struct ValidatorNode::Impl {
   std::optional<data::Dataset> dataset;
   std::optional<data::Dataset> heldout;  // the val split, for the held-out loss
   std::unique_ptr<model::Replica> replica;
+  std::unique_ptr<kernels::Backend> codec;  // decode and merge: on validator.device
   ValidatorState st;
   std::uint16_t uid = 0;
   std::uint64_t private_seed = 0;
@@ -48,8 +50,8 @@ struct ValidatorNode::Impl {
       : o(options), io(std::move(i)), clock(options.protocol) {}
 
   WindowContext context(const std::atomic<bool>& stop) {
-    return WindowContext{o,        io,  clock,        *peers, *db, *dataset, heldout ? &*heldout : nullptr,
-                         *replica, uid, private_seed, stop};
+    return WindowContext{o,        io,  clock,        *peers, *db,        *dataset, heldout ? &*heldout : nullptr,
+                         *replica, uid, private_seed, stop,   codec.get()};
   }
 
   // Where aggregation sets are read: the lead's store (ours when we lead).
@@ -178,7 +180,7 @@ Status ValidatorNode::Impl::restore_model(storage::ObjectStore& sets) {
   auto set = protocol::decode_set(set_bytes->data);
   if (set.is_ok()) st.model.last_set = set->uids;
   if (set.is_ok() && !set->uids.empty()) {
-    auto merged = protocol::fetch_and_merge(*set, sets, replica->specs(), o.storage.max_object_bytes);
+    auto merged = protocol::fetch_and_merge(*set, sets, replica->specs(), o.storage.max_object_bytes, codec.get());
     if (merged.is_ok()) st.model.last_aggregate = std::move(*merged);
   }
   return Status::ok();
@@ -234,6 +236,7 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   }
   model::ReplicaOptions ro{options.validator.device, options.validator.threads, options.validator.autocast};
   CRUCIBLE_ASSIGN_OR_RETURN(m.replica, model::Replica::create(options.model, ro, options.protocol.init_seed));
+  CRUCIBLE_ASSIGN_OR_RETURN(m.codec, kernels::backend_for(options.validator.device, options.validator.threads));
   std::error_code ec;
   fs::create_directories(options.validator.state_dir, ec);
   CRUCIBLE_ASSIGN_OR_RETURN(m.db, storage::StateStore::open((fs::path(options.validator.state_dir) / "db").string()));

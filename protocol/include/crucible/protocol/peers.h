@@ -57,8 +57,9 @@ Status store_set_packets(const AggregationSet& set, const std::vector<ByteSpan>&
 // Fetches the set's packets from the lead's store, checks each digest
 // against the set, decodes them and merges. A packet that is missing or
 // fails its checks is an error naming the uid: every node must merge the
-// same set or none.
+// same set or none. The merge runs on `codec` (merge_updates).
 Result<TensorValues> fetch_and_merge(const AggregationSet& set, storage::ObjectStore& lead,
-                                     const std::vector<TensorSpec>& specs, std::uint64_t max_packet_bytes);
+                                     const std::vector<TensorSpec>& specs, std::uint64_t max_packet_bytes,
+                                     kernels::Backend* codec = nullptr);
 
 }  // namespace crucible::protocol

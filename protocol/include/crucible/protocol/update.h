@@ -10,6 +10,7 @@
 #include "crucible/common/packet.h"
 #include "crucible/common/status.h"
 #include "crucible/common/tensor_spec.h"
+#include "crucible/kernels/backend.h"
 #include "crucible/kernels/error_feedback.h"
 
 namespace crucible::protocol {
@@ -31,7 +32,10 @@ struct PeerTensors {
   std::vector<kernels::CompressedTensor> tensors;
 };
 
-// Dense aggregate per tensor; peers are taken in ascending uid order.
-Result<TensorValues> merge_updates(const std::vector<PeerTensors>& peers, const std::vector<TensorSpec>& specs);
+// Dense aggregate per tensor; peers are taken in ascending uid order. The
+// merge runs on `codec` (the node's device, kernels/backend_codec.h), or on
+// the host's CPU on one thread when it is null; the bytes are the same.
+Result<TensorValues> merge_updates(const std::vector<PeerTensors>& peers, const std::vector<TensorSpec>& specs,
+                                   kernels::Backend* codec = nullptr);
 
 }  // namespace crucible::protocol

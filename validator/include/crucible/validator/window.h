@@ -17,6 +17,7 @@
 #include "crucible/chain/chain.h"
 #include "crucible/common/dataset.h"
 #include "crucible/common/replica.h"
+#include "crucible/kernels/backend.h"
 #include "crucible/kernels/error_feedback.h"
 #include "crucible/protocol/aggregation_set.h"
 #include "crucible/protocol/node_io.h"
@@ -102,6 +103,7 @@ struct WindowContext {
   std::uint16_t uid = 0;           // this validator's
   std::uint64_t private_seed = 0;  // seeds the evaluation choice and the random data
   const std::atomic<bool>& stop;
+  kernels::Backend* codec = nullptr;  // decode and merge: validator.device (null: the host, one thread)
 
   chain::Chain& chain() { return *io.chain; }
 };
