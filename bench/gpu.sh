@@ -15,7 +15,9 @@
 #   1. the backend-ops test on the GPU (every op against the CPU reference);
 #   2. codec_bench --device cuda: the codec against torch's own GPU ops, with
 #      the device's copy bandwidth, on the LLaMA-like set and at 1B;
-#   3. eval_bench at 1b: miners evaluated per minute, 20 miners.
+#   3. eval_bench at 1b: miners evaluated per minute, 20 miners;
+#   4. the replica and the miner's inner loop on the GPU against the CPU
+#      (model_tests, miner_tests: *OnCuda*).
 # Made to finish within 8 minutes on a 16-core machine with an H100/H200.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -111,4 +113,11 @@ BIN="$B/build/bin"
 run "backend-ops test (every op on every backend)" 120 "$BIN/kernels_tests" --gtest_filter='Every/BackendOps.*:BackendDiscovery.*:BackendCodec.*'
 run "codec against torch's GPU ops (LLaMA-like 25M and 1B)" 240 "$BIN/codec_bench" --device cuda --set all --repeat 3
 run "validator evaluation at 1b: 20 miners" 240 "$BIN/eval_bench" --model configs/models/1b.toml --device cuda --miners 20 --samples 4
+
+# 4. The nodes' model on the GPU (last: their build needs every library):
+#    the replica and the miner's inner loop on CUDA against the CPU.
+if quiet "build model_tests miner_tests" 300 cmake --build "$B/build" -j "$(nproc)" --target model_tests miner_tests; then
+  run "replica on the GPU" 60 "$BIN/model_tests" --gtest_filter='ReplicaOnCuda.*'
+  run "miner inner loop on the GPU (bf16 autocast)" 60 "$BIN/miner_tests" --gtest_filter='InnerLoopOnCuda.*'
+fi
 say "" "results: $RESULTS"

@@ -25,10 +25,11 @@ struct Trained {
 
 // Trains one window on a fresh replica (seed 1) and measures the loss on
 // the window's samples before and after the outer step of the delta.
-Trained train(const std::string& autocast) {
+Trained train(const std::string& autocast, const std::string& device = "cpu") {
   const model::ModelConfig config = testing::tiny_model();
-  auto replica = model::Replica::create(config, model::ReplicaOptions{"cpu", 1, autocast}, 1);
+  auto replica = model::Replica::create(config, model::ReplicaOptions{device, 1, autocast}, 1);
   EXPECT_TRUE(replica.is_ok()) << replica.status();
+  if (!replica.is_ok()) return {};
   MinerOptions o;
   o.inner_steps = 4;
   o.micro_batch = 4;
@@ -68,6 +69,21 @@ TEST(InnerLoop, ItsDeltaLowersTheLossAndBf16TrainsLikeF32) {
   EXPECT_NEAR(bf16.mean_loss, f32.mean_loss, 0.02 * f32.mean_loss);
   EXPECT_NE(bf16.mean_loss, f32.mean_loss);  // autocast took effect
   EXPECT_NEAR(bf16.after, f32.after, 0.02 * f32.after);
+}
+
+// On a GPU (skipped where there is none), in bf16 autocast as a miner runs
+// there by default: the delta lowers the loss, and training is close to
+// the CPU's f32.
+TEST(InnerLoopOnCuda, TrainsInBf16LikeTheCpu) {
+  if (!model::Replica::create(testing::tiny_model(), model::ReplicaOptions{"cuda", 1, "auto"}, 1).is_ok()) {
+    GTEST_SKIP() << "no GPU here";
+  }
+  const Trained cpu = train("off");
+  const Trained gpu = train("auto", "cuda");
+  EXPECT_LT(gpu.after, gpu.before);
+  EXPECT_NEAR(gpu.before, cpu.before, 1e-3 * cpu.before);
+  EXPECT_NEAR(gpu.mean_loss, cpu.mean_loss, 0.02 * cpu.mean_loss);
+  EXPECT_NEAR(gpu.after, cpu.after, 0.02 * cpu.after);
 }
 
 }  // namespace

@@ -194,5 +194,45 @@ TEST(Replica, Bf16AutocastIsCloseToF32AndLeavesNothingBehind) {
   EXPECT_EQ((*bf16)->values_at(pos), f32->values_at(pos));  // the parameters untouched, f32
 }
 
+// The replica on a GPU (skipped where there is none): the same initial
+// parameters as on the CPU, f32 losses close to the CPU's, a probe that
+// puts the model back bit for bit, an update applied as on the CPU, and
+// bf16 autocast on by default ("auto") and close to f32.
+TEST(ReplicaOnCuda, MatchesTheCpuAndProbesBackBitForBit) {
+  auto gpu = Replica::create(small(), ReplicaOptions{"cuda", 1, "off"}, 1);
+  if (!gpu.is_ok()) GTEST_SKIP() << "no GPU here: " << gpu.status();
+  auto& r = **gpu;
+  EXPECT_TRUE(r.on_cuda());
+  EXPECT_FALSE(r.autocast());
+  auto cpu = make(1);
+  const auto pos = first_positions(r.specs());
+  EXPECT_EQ(r.values_at(pos), cpu->values_at(pos));
+  const auto L = small().seq_len;
+  const auto a = tokens(3, L), b = tokens(2, L);
+  auto on_gpu = r.sample_losses(a, 3);
+  auto on_cpu = cpu->sample_losses(a, 3);
+  ASSERT_TRUE(on_gpu.is_ok()) << on_gpu.status();
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR((*on_gpu)[i], (*on_cpu)[i], 1e-3 * (*on_cpu)[i]);
+  const auto update = filled(r.specs(), 0.01f);
+  auto probed = r.probe_samples(update, 1.0, a, 3, b, 2);
+  ASSERT_TRUE(probed.is_ok()) << probed.status();
+  EXPECT_EQ(r.sample_losses(a, 3).value(), *on_gpu);  // back exactly
+  ASSERT_TRUE(r.apply_update(update, 1.0).is_ok());
+  ASSERT_TRUE(cpu->apply_update(update, 1.0).is_ok());
+  const auto after_gpu = r.values_at(pos), after_cpu = cpu->values_at(pos);
+  for (std::size_t t = 0; t < after_gpu.size(); ++t) {
+    for (std::size_t i = 0; i < after_gpu[t].size(); ++i) EXPECT_NEAR(after_gpu[t][i], after_cpu[t][i], 1e-6);
+  }
+  auto g = r.gradient(a, 3);
+  ASSERT_TRUE(g.is_ok()) << g.status();
+
+  auto cast = Replica::create(small(), ReplicaOptions{"cuda", 1, "auto"}, 1);
+  ASSERT_TRUE(cast.is_ok()) << cast.status();
+  EXPECT_TRUE((*cast)->autocast());
+  auto bf16 = (*cast)->sample_losses(a, 3);
+  ASSERT_TRUE(bf16.is_ok()) << bf16.status();
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR((*bf16)[i], (*on_cpu)[i], 0.02 * (*on_cpu)[i]);
+}
+
 }  // namespace
 }  // namespace crucible::model
