@@ -21,6 +21,7 @@
 
 #include "crucible/kernels/backend_codec.h"
 #include "crucible/kernels/cuda.h"
+#include "random_values.h"
 
 namespace crucible::kernels {
 namespace {
@@ -119,13 +120,7 @@ std::vector<std::unique_ptr<Backend>> backends() {
   return all;
 }
 
-std::vector<float> random_values(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, scale);
-  std::vector<float> v(n);
-  for (float& x : v) x = dist(rng);
-  return v;
-}
+using testing::random_values;
 
 void expect_same(const CompressedTensor& a, const CompressedTensor& b, const std::string& who) {
   EXPECT_EQ(a.indices, b.indices) << who;

@@ -24,6 +24,7 @@
 #include "crucible/kernels/backend.h"
 #include "crucible/kernels/cuda.h"
 #include "crucible/kernels/pack12.h"
+#include "random_values.h"
 
 namespace crucible::kernels {
 namespace {
@@ -242,13 +243,7 @@ void expect_same_quant(const Quant2& got, const Quant2& want) {
 const std::vector<std::vector<std::int64_t>> kShapes = {{256, 192},  {100, 1000}, {4096},   {7, 64},
                                                         {2, 3, 128}, {3},         {130, 66}};
 
-std::vector<float> random_values(std::size_t n, std::uint32_t seed, float scale = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, scale);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+using testing::random_values;
 
 // ---- The backends under test. ----
 std::unique_ptr<Backend> backend_named(const std::string& name, std::string& why_not) {
