@@ -22,9 +22,11 @@ namespace crucible::kernels::cpu {
 struct TopKScratch {
   std::vector<std::uint32_t> group_max;
   std::vector<std::uint64_t> cand;
+  std::vector<std::uint32_t> pass;
   void reserve(std::size_t elems) {
     group_max.resize(elems);
     cand.resize(elems);
+    pass.resize(elems);
   }
 };
 
@@ -33,6 +35,34 @@ inline std::uint32_t magnitude_bits(float x) {
   std::memcpy(&b, &x, 4);
   return b & 0x7FFFFFFFu;
 }
+
+// The largest |x| bits of 16 floats, in whole vectors (GCC's generic
+// vectors: AVX2 registers in the AVX2 build, pairs of SSE2 ones otherwise).
+#if defined(__GNUC__) && !defined(__clang__)
+using Int8x32 = std::int32_t __attribute__((vector_size(32)));
+inline std::uint32_t max_magnitude16(const float* p) {
+  Int8x32 a, b;
+  std::memcpy(&a, p, 32);
+  std::memcpy(&b, p + 8, 32);
+  const Int8x32 mask = a * 0 + 0x7FFFFFFF;
+  a &= mask;
+  b &= mask;
+  Int8x32 m = a > b ? a : b;
+  Int8x32 s = __builtin_shuffle(m, Int8x32{4, 5, 6, 7, 0, 1, 2, 3});
+  m = m > s ? m : s;
+  s = __builtin_shuffle(m, Int8x32{2, 3, 0, 1, 6, 7, 4, 5});
+  m = m > s ? m : s;
+  s = __builtin_shuffle(m, Int8x32{1, 0, 3, 2, 5, 4, 7, 6});
+  m = m > s ? m : s;
+  return static_cast<std::uint32_t>(m[0]);
+}
+#else
+inline std::uint32_t max_magnitude16(const float* p) {
+  std::uint32_t m = 0;
+  for (int c = 0; c < 16; ++c) m = std::max(m, magnitude_bits(p[c]));
+  return m;
+}
+#endif
 
 // The k elements of largest |x| of the block of `rows` x `cols` values at
 // `base` (rows `stride` floats apart; rows * cols <= 4096, k <= rows * cols),
@@ -60,14 +90,10 @@ CRUCIBLE_HOT inline void block_topk(const float* base, std::int64_t stride, std:
     for (std::size_t c = 0; c < len; ++c) m = std::max(m, static_cast<std::int32_t>(magnitude_bits(p[c])));
     return static_cast<std::uint32_t>(m);
   };
-  if (g_size == 16 && cols % 16 == 0) {  // the usual block: fixed-length groups the compiler unrolls
+  if (g_size == 16 && cols % 16 == 0) {  // the usual block: groups of 16, a vector each
     for (std::size_t r = 0; r < rows; ++r) {
       const float* row = base + static_cast<std::int64_t>(r) * stride;
-      for (std::size_t c0 = 0; c0 < cols; c0 += 16) {
-        std::int32_t m = 0;
-        for (std::size_t c = 0; c < 16; ++c) m = std::max(m, static_cast<std::int32_t>(magnitude_bits(row[c0 + c])));
-        gmax[groups++] = static_cast<std::uint32_t>(m);
-      }
+      for (std::size_t c0 = 0; c0 < cols; c0 += 16) gmax[groups++] = max_magnitude16(row + c0);
     }
   } else {
     for (std::size_t r = 0; r < rows; ++r) {
@@ -77,48 +103,45 @@ CRUCIBLE_HOT inline void block_topk(const float* base, std::int64_t stride, std:
     }
   }
   // T: a histogram of each group maximum's distance below the largest, in
-  // sixteenths of an octave (64 bins, the last catching the rest); T is the
+  // 64ths of an octave (256 bins over four octaves, the last catching the rest); T is the
   // lowest value of the first bins that hold k groups. Every group at or
   // above T is in those bins, so at least k are.
   std::uint32_t top = 0;
   for (std::size_t g = 0; g < groups; ++g) top = std::max(top, gmax[g]);
-  std::uint32_t hist[64] = {};
-  for (std::size_t g = 0; g < groups; ++g) ++hist[std::min<std::uint32_t>(63, (top - gmax[g]) >> 19)];
+  std::uint32_t hist[256] = {};
+  for (std::size_t g = 0; g < groups; ++g) ++hist[std::min<std::uint32_t>(255, (top - gmax[g]) >> 17)];
   std::size_t seen = 0, bin = 0;
-  for (; bin < 63; ++bin) {
+  for (; bin < 255; ++bin) {
     seen += hist[bin];
     if (seen >= k) break;
   }
-  const std::uint32_t below = ((static_cast<std::uint32_t>(bin) + 1) << 19) - 1;
-  const std::uint32_t threshold = bin == 63 || below > top ? 0 : top - below;
+  const std::uint32_t below = ((static_cast<std::uint32_t>(bin) + 1) << 17) - 1;
+  const std::uint32_t threshold = bin == 255 || below > top ? 0 : top - below;
   std::uint64_t* cand = s.cand.data();
-  std::size_t n = 0;
-  std::size_t g = 0;
+  // The groups that reach T, listed without a branch per group (which
+  // ones do is as good as random), then their candidates the same way.
+  std::uint32_t* pass = s.pass.data();
+  std::size_t np = 0, g = 0;
   for (std::size_t r = 0; r < rows; ++r) {
-    const float* row = base + static_cast<std::int64_t>(r) * stride;
     for (std::size_t c0 = 0; c0 < cols; c0 += g_size, ++g) {
-      if (gmax[g] < threshold) continue;
-      const std::size_t c1 = std::min(cols, c0 + g_size);
-      std::size_t c = c0;
-#ifdef __SSE2__
-      // Four at a time: most fours hold no candidate and cost one compare.
-      const __m128i mask = _mm_set1_epi32(0x7FFFFFFF), below = _mm_set1_epi32(static_cast<int>(threshold) - 1);
-      for (; c + 4 <= c1; c += 4) {
-        const __m128i bits = _mm_and_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(row + c)), mask);
-        int hits = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(bits, below)));
-        for (; hits != 0; hits &= hits - 1) {
-          const std::size_t cc = c + static_cast<std::size_t>(std::countr_zero(static_cast<unsigned>(hits)));
-          const auto j = static_cast<std::uint32_t>(r * cols + cc);
-          cand[n++] = (static_cast<std::uint64_t>(magnitude_bits(row[cc])) << 12) | (4095u - j);
-        }
-      }
-#endif
-      for (; c < c1; ++c) {
-        const std::uint32_t bits = magnitude_bits(row[c]);
-        const auto j = static_cast<std::uint32_t>(r * cols + c);
-        cand[n] = (static_cast<std::uint64_t>(bits) << 12) | (4095u - j);
-        n += bits >= threshold;
-      }
+      pass[np] = static_cast<std::uint32_t>(r << 16 | c0);
+      np += gmax[g] >= threshold;
+    }
+  }
+  std::size_t n = 0;
+  auto take = [&](const float* row, std::size_t r, std::size_t c) {
+    const std::uint32_t bits = magnitude_bits(row[c]);
+    const auto j = static_cast<std::uint32_t>(r * cols + c);
+    cand[n] = (static_cast<std::uint64_t>(bits) << 12) | (4095u - j);
+    n += bits >= threshold;
+  };
+  for (std::size_t p = 0; p < np; ++p) {
+    const std::size_t r = pass[p] >> 16, c0 = pass[p] & 0xFFFFu;
+    const float* row = base + static_cast<std::int64_t>(r) * stride;
+    if (g_size == 16 && c0 + 16 <= cols) {
+      for (std::size_t c = c0; c < c0 + 16; ++c) take(row, r, c);
+    } else {
+      for (std::size_t c = c0; c < std::min(cols, c0 + g_size); ++c) take(row, r, c);
     }
   }
   if (n > k) std::nth_element(cand, cand + (k - 1), cand + n, std::greater<std::uint64_t>());
