@@ -40,13 +40,10 @@ inline std::uint32_t magnitude_bits(float x) {
 // vectors: AVX2 registers in the AVX2 build, pairs of SSE2 ones otherwise).
 #if defined(__GNUC__) && !defined(__clang__)
 using Int8x32 = std::int32_t __attribute__((vector_size(32)));
-inline std::uint32_t max_magnitude16(const float* p) {
-  Int8x32 a, b;
-  std::memcpy(&a, p, 32);
-  std::memcpy(&b, p + 8, 32);
-  const Int8x32 mask = a * 0 + 0x7FFFFFFF;
-  a &= mask;
-  b &= mask;
+using Float8x32 = float __attribute__((vector_size(32)));
+inline std::uint32_t max_magnitude16(const Int8x32& va, const Int8x32& vb) {
+  const Int8x32 mask = va * 0 + 0x7FFFFFFF;
+  const Int8x32 a = va & mask, b = vb & mask;
   Int8x32 m = a > b ? a : b;
   Int8x32 s = __builtin_shuffle(m, Int8x32{4, 5, 6, 7, 0, 1, 2, 3});
   m = m > s ? m : s;
@@ -56,13 +53,45 @@ inline std::uint32_t max_magnitude16(const float* p) {
   m = m > s ? m : s;
   return static_cast<std::uint32_t>(m[0]);
 }
+inline std::uint32_t max_magnitude16(const float* p) {
+  Int8x32 a, b;
+  std::memcpy(&a, p, 32);
+  std::memcpy(&b, p + 8, 32);
+  return max_magnitude16(a, b);
+}
+// e[0..16) = beta * e + d (a multiply, then an add: never fused), and the
+// largest |e| bits after it.
+inline std::uint32_t update16(float* e, const float* d, float beta) {
+  Float8x32 a, b, x, y;
+  std::memcpy(&a, e, 32);
+  std::memcpy(&b, e + 8, 32);
+  std::memcpy(&x, d, 32);
+  std::memcpy(&y, d + 8, 32);
+  a = beta * a + x;
+  b = beta * b + y;
+  std::memcpy(e, &a, 32);
+  std::memcpy(e + 8, &b, 32);
+  Int8x32 ia, ib;
+  std::memcpy(&ia, &a, 32);
+  std::memcpy(&ib, &b, 32);
+  return max_magnitude16(ia, ib);
+}
 #else
 inline std::uint32_t max_magnitude16(const float* p) {
   std::uint32_t m = 0;
   for (int c = 0; c < 16; ++c) m = std::max(m, magnitude_bits(p[c]));
   return m;
 }
+inline std::uint32_t update16(float* e, const float* d, float beta) {
+  for (int c = 0; c < 16; ++c) e[c] = beta * e[c] + d[c];
+  return max_magnitude16(e);
+}
 #endif
+
+// Groups of how many values a block's threshold uses (see block_topk).
+inline std::size_t group_size(std::size_t elems, std::size_t k) {
+  return std::max<std::size_t>(1, std::min<std::size_t>(16, elems / k));
+}
 
 // The k elements of largest |x| of the block of `rows` x `cols` values at
 // `base` (rows `stride` floats apart; rows * cols <= 4096, k <= rows * cols),
@@ -77,12 +106,17 @@ inline std::uint32_t max_magnitude16(const float* p) {
 // T is at most the k-th largest of the groups' maxima, so k groups hold an
 // element >= T and the top k are among the elements >= T. They are found by
 // reading only the groups whose maximum reaches T, and only they are ranked.
+//
+// `given`: the groups' maxima, computed by the caller (the encode takes
+// them while it updates the buffer), row by row, for groups of 16
+// (group_size(...) == 16 and cols % 16 == 0); null: computed here.
 CRUCIBLE_HOT inline void block_topk(const float* base, std::int64_t stride, std::size_t rows, std::size_t cols,
-                                    std::size_t k, std::uint16_t* idx, float* val, std::int64_t* where,
-                                    TopKScratch& s) {
+                                    std::size_t k, std::uint16_t* idx, float* val, std::int64_t* where, TopKScratch& s,
+                                    const std::uint32_t* given = nullptr) {
   const std::size_t elems = rows * cols;
-  const std::size_t g_size = std::max<std::size_t>(1, std::min<std::size_t>(16, elems / k));
-  std::uint32_t* gmax = s.group_max.data();
+  const std::size_t g_size = group_size(elems, k);
+  std::uint32_t* own = s.group_max.data();
+  const std::uint32_t* gmax = given != nullptr ? given : own;
   std::size_t groups = 0;
   // Magnitudes' bits are < 2^31, so signed order is theirs.
   auto group_max = [](const float* p, std::size_t len) {
@@ -90,16 +124,18 @@ CRUCIBLE_HOT inline void block_topk(const float* base, std::int64_t stride, std:
     for (std::size_t c = 0; c < len; ++c) m = std::max(m, static_cast<std::int32_t>(magnitude_bits(p[c])));
     return static_cast<std::uint32_t>(m);
   };
-  if (g_size == 16 && cols % 16 == 0) {  // the usual block: groups of 16, a vector each
+  if (given != nullptr) {
+    groups = elems / 16;
+  } else if (g_size == 16 && cols % 16 == 0) {  // the usual block: groups of 16, a vector each
     for (std::size_t r = 0; r < rows; ++r) {
       const float* row = base + static_cast<std::int64_t>(r) * stride;
-      for (std::size_t c0 = 0; c0 < cols; c0 += 16) gmax[groups++] = max_magnitude16(row + c0);
+      for (std::size_t c0 = 0; c0 < cols; c0 += 16) own[groups++] = max_magnitude16(row + c0);
     }
   } else {
     for (std::size_t r = 0; r < rows; ++r) {
       const float* row = base + static_cast<std::int64_t>(r) * stride;
       for (std::size_t c0 = 0; c0 < cols; c0 += g_size)
-        gmax[groups++] = group_max(row + c0, std::min(g_size, cols - c0));
+        own[groups++] = group_max(row + c0, std::min(g_size, cols - c0));
     }
   }
   // T: a histogram of each group maximum's distance below the largest, in

@@ -39,6 +39,24 @@ CRUCIBLE_HOT void ef_update(float* e, const float* d, std::int64_t n, float beta
   for (std::int64_t i = 0; i < n; ++i) e[i] = beta * e[i] + d[i];
 }
 
+// The same update over a strip of `rows` rows of `cols` values (contiguous),
+// taking at once the largest |e| bits of every 16 values, stored block by
+// block (blocks of `block_cols` columns), each block's groups row by row as
+// block_topk reads them: the top-k then reads only the groups that reach
+// its threshold, not the whole strip again (which, for a wide tensor, no
+// longer sits in the core's cache).
+CRUCIBLE_HOT void ef_update_groups(float* e, const float* d, std::int64_t rows, std::int64_t cols,
+                                   std::int64_t block_cols, float beta, std::uint32_t* gmax) {
+  const std::int64_t per_row = block_cols / 16, per_block = rows * per_row;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t bc = 0; bc < cols / block_cols; ++bc) {
+      std::uint32_t* out = gmax + bc * per_block + r * per_row;
+      const std::int64_t at = r * cols + bc * block_cols;
+      for (std::int64_t g = 0; g < per_row; ++g) out[g] = cpu::update16(e + at + g * 16, d + at + g * 16, beta);
+    }
+  }
+}
+
 // The first index of a non-finite value, or -1.
 std::int64_t first_non_finite(std::span<const float> x, int threads) {
   const auto n = static_cast<std::int64_t>(x.size());
@@ -126,16 +144,26 @@ Status encode(float* ef, const float* delta, float beta, const BlockLayout& l, s
   std::vector<std::int64_t> where(kept);  // each kept value's offset in the tensor
   const std::int64_t strip_elems = l.block_rows * l.cols;
   const std::int64_t grain = std::max<std::int64_t>(1, 65536 / strip_elems);
+  // Groups of 16 (the usual block): the update also takes the groups' maxima.
+  const bool fused = l.block_cols % 16 == 0 && cpu::group_size(static_cast<std::size_t>(l.block_elems()), k) == 16;
+  const std::int64_t groups_per_block = l.block_elems() / 16;
   parallel_for(l.blocks_down(), threads, grain, [&](std::int64_t first, std::int64_t last) {
     TopKScratch s;
     s.reserve(static_cast<std::size_t>(l.block_elems()));
+    std::vector<std::uint32_t> gmax(fused ? static_cast<std::size_t>(strip_elems / 16) : 0);
     for (std::int64_t strip = first; strip < last; ++strip) {
-      ef_update(ef + strip * strip_elems, delta + strip * strip_elems, strip_elems, beta);
+      if (fused) {
+        ef_update_groups(ef + strip * strip_elems, delta + strip * strip_elems, l.block_rows, l.cols, l.block_cols,
+                         beta, gmax.data());
+      } else {
+        ef_update(ef + strip * strip_elems, delta + strip * strip_elems, strip_elems, beta);
+      }
       for (std::int64_t bc = 0; bc < l.blocks_across(); ++bc) {  // its blocks, while the strip is in cache
         const auto b = static_cast<std::size_t>(strip * l.blocks_across() + bc);
         const std::int64_t offset = strip * strip_elems + bc * l.block_cols;
         block_topk(ef + offset, l.cols, static_cast<std::size_t>(l.block_rows), static_cast<std::size_t>(l.block_cols),
-                   k, indices + b * k, values.data() + b * k, where.data() + b * k, s);
+                   k, indices + b * k, values.data() + b * k, where.data() + b * k, s,
+                   fused ? gmax.data() + bc * groups_per_block : nullptr);
         for (std::size_t i = b * k; i < (b + 1) * k; ++i) where[i] += offset;
       }
     }
