@@ -17,7 +17,8 @@ void bind_options(config::Schema& s, MinerOptions& o) {
   s.add_double("miner.adam_eps", &o.adam_eps, "AdamW denominator floor.", 1e-30, 1);
   s.add_double("miner.grad_clip", &o.grad_clip, "Gradient norm clip (0 = off).", 0, 1e6);
   s.add_double("miner.ef_beta", &o.ef_beta, "Error feedback decay (beta).", 0, 1);
-  s.add_string("miner.device", &o.device, "Where to train.", {"cpu", "cuda"});
+  s.add_string("miner.device", &o.device, "Where to train, and where error feedback, compression and merges run.",
+               {"cpu", "cuda"});
   s.add_string("miner.autocast", &o.autocast,
                "Inner steps' forward passes in bf16 autocast: auto (on CUDA only), bf16, off.",
                {"auto", "bf16", "off"});

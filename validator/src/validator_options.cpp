@@ -47,7 +47,8 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
                "A poll (HEAD and download) that takes longer than this proves nothing about time; keep it above "
                "the time a packet takes to download.",
                0.01, 600);
-  s.add_string("validator.device", &o.device, "Where to evaluate.", {"cpu", "cuda"});
+  s.add_string("validator.device", &o.device, "Where to evaluate, and where updates are decoded and merged.",
+               {"cpu", "cuda"});
   s.add_string("validator.autocast", &o.autocast,
                "Evaluation's forward passes in bf16 autocast: auto (on CUDA only), bf16, off.",
                {"auto", "bf16", "off"});
