@@ -14,13 +14,20 @@ CRUCIBLE_HOT void code_run(const float* v, std::size_t n, double shift, double s
                            std::array<double, 4>& sums, std::array<std::size_t, 4>& counts) {
   std::array<double, 4> s{};
   std::array<std::size_t, 4> c{};
+  // The codes first, in whole vectors (no dependence between values)...
+  if (scale > 0) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const double rounded = std::rint((v[i] - shift) / scale + 2.0);
+      codes[i] = static_cast<std::uint8_t>(std::min(3.0, std::max(0.0, rounded)));
+    }
+  } else {
+    for (std::size_t i = 0; i < n; ++i) codes[i] = 2;
+  }
+  // ...then each bin's sum in order.
   for (std::size_t i = 0; i < n; ++i) {
     const double centred = v[i] - shift;
-    const double rounded = scale > 0 ? std::rint(centred / scale + 2.0) : 2.0;
-    const auto code = static_cast<std::uint8_t>(std::min(3.0, std::max(0.0, rounded)));
-    codes[i] = code;
-    s[code] += centred;
-    ++c[code];
+    s[codes[i]] += centred;
+    ++c[codes[i]];
   }
   sums = s;
   counts = c;
