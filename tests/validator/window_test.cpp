@@ -199,6 +199,22 @@ class ValidatorInProcess : public ::testing::Test {
     return io;
   }
 
+  // The validator (its key, this chain and store) created and run through
+  // its configured windows; null, with the failure reported, when either fails.
+  std::unique_ptr<ValidatorNode> run_validator(const Observer* observed) {
+    auto node = ValidatorNode::create(o_, validator_key_, io());
+    if (!node.is_ok()) {
+      ADD_FAILURE() << node.status();
+      return nullptr;
+    }
+    const std::atomic<bool> stop{false};
+    if (Status run = (*node)->run(stop, observed); !run.is_ok()) {
+      ADD_FAILURE() << run;
+      return nullptr;
+    }
+    return std::move(*node);
+  }
+
   // Window w's gather on the current metagraph, as this test's observer saw
   // the slot, with no uid cooling down.
   Result<std::vector<Upload>> gather_once(std::uint64_t w, WindowContext& cx) {
@@ -492,21 +508,18 @@ TEST_F(ValidatorInProcess, AValidatorWithoutAPermitSaysSo) {
 TEST_F(ValidatorInProcess, AFreshValidatorThatStopsBeforeItsFirstCommitResumesThatWindow) {
   const protocol::WindowClock clock(o_.protocol);
   mine_through(clock.first_block(4), 100);  // window 4 under way
-  std::atomic<bool> stop{false};
-  o_.validator.end_window = 4;  // stops before processing anything: as a crash before the first commit
+  o_.validator.end_window = 4;              // stops before processing anything: as a crash before the first commit
   {
-    auto node = ValidatorNode::create(o_, validator_key_, io());
-    ASSERT_TRUE(node.is_ok()) << node.status();
-    ASSERT_TRUE((*node)->run(stop).is_ok());
-    EXPECT_FALSE(*(*node)->state().last_committed_window());
+    auto node = run_validator(nullptr);
+    ASSERT_NE(node, nullptr);
+    EXPECT_FALSE(*node->state().last_committed_window());
   }
   mine_through(clock.slot_block(7), 100);  // it comes back in window 8
   o_.validator.end_window = -1;
   o_.validator.max_windows = 1;
-  auto node = ValidatorNode::create(o_, validator_key_, io());
-  ASSERT_TRUE(node.is_ok()) << node.status();
-  ASSERT_TRUE((*node)->run(stop).is_ok());
-  EXPECT_EQ(*(*node)->state().last_committed_window(), 4u);  // window 4, not the one under way
+  auto node = run_validator(nullptr);
+  ASSERT_NE(node, nullptr);
+  EXPECT_EQ(*node->state().last_committed_window(), 4u);  // window 4, not the one under way
 }
 
 Upload valid_upload(std::uint16_t uid, std::int64_t at_ms, std::uint8_t content,
@@ -744,23 +757,21 @@ TEST_F(ValidatorInProcess, NodeRunsWindowsAndRestoresAfterARestart) {
   }
   o_.validator.start_window = 0;
   o_.validator.end_window = 3;
-  std::atomic<bool> stop{false};
   {
-    auto node = ValidatorNode::create(o_, validator_key_, io());
-    ASSERT_TRUE(node.is_ok()) << node.status();
-    ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
-    EXPECT_EQ((*node)->model_window(), 2u);
-    auto last = (*node)->state().last_committed_window();
+    auto node = run_validator(&observer());
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(node->model_window(), 2u);
+    auto last = node->state().last_committed_window();
     ASSERT_TRUE(last.is_ok());
     EXPECT_EQ(*last, 2u);
-    auto row = (*node)->state().get(storage::Family::kWindowScores, window_uid_key(1, bad.uid));
+    auto row = node->state().get(storage::Family::kWindowScores, window_uid_key(1, bad.uid));
     ASSERT_TRUE(row.is_ok() && row->has_value());
     auto result = uid_result_from_json(nlohmann::json::parse(**row));
     ASSERT_TRUE(result.is_ok());
     EXPECT_EQ(result->rejection, Rejection::kBadPacket);
     // The global model after each window: its held-out loss, what went into it.
     for (std::uint64_t w = 0; w < 3; ++w) {
-      auto p = (*node)->state().get(storage::Family::kWindowScores, progress_key(w));
+      auto p = node->state().get(storage::Family::kWindowScores, progress_key(w));
       ASSERT_TRUE(p.is_ok() && p->has_value()) << w;
       auto progress = progress_from_json(nlohmann::json::parse(**p));
       ASSERT_TRUE(progress.is_ok()) << progress.status();
@@ -791,10 +802,9 @@ TEST_F(ValidatorInProcess, NodeRunsWindowsAndRestoresAfterARestart) {
   // sets and reaches the same model, bit for bit, without re-running windows.
   fs::remove(model);
   {
-    auto node = ValidatorNode::create(o_, validator_key_, io());
-    ASSERT_TRUE(node.is_ok()) << node.status();
-    ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
-    EXPECT_EQ((*node)->model_window(), 2u);
+    auto node = run_validator(&observer());
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(node->model_window(), 2u);
   }
   auto second = files::read_file(model, 1 << 30);
   ASSERT_TRUE(second.is_ok());
@@ -827,26 +837,23 @@ TEST_F(ValidatorInProcess, ANewOwnerOfAUidDoesNotInheritItsScore) {
   }
   o_.validator.start_window = 0;
   o_.validator.end_window = 2;
-  std::atomic<bool> stop{false};
   {
-    auto node = ValidatorNode::create(o_, validator_key_, io());
-    ASSERT_TRUE(node.is_ok()) << node.status();
-    ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
-    EXPECT_EQ(rating_of(**node, a.uid).evaluations, 2u);
+    auto node = run_validator(&observer());
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(rating_of(*node, a.uid).evaluations, 2u);
   }
   const chain::PrivateKey newcomer = key_of(4242);
   fake_.replace_neuron(a.uid, newcomer);
   mine_through(clock.slot_block(2) + 2 * o_.protocol.blocks_per_window, 100);
   o_.validator.end_window = 3;
-  auto node = ValidatorNode::create(o_, validator_key_, io());
-  ASSERT_TRUE(node.is_ok()) << node.status();
-  ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
-  const MinerScore fresh = rating_of(**node, a.uid);
+  auto node = run_validator(&observer());
+  ASSERT_NE(node, nullptr);
+  const MinerScore fresh = rating_of(*node, a.uid);
   EXPECT_EQ(fresh.evaluations, 0u);
   EXPECT_DOUBLE_EQ(fresh.rating.mu, Rating{}.mu);
   EXPECT_LE(fresh.final_score, 0.0);
   EXPECT_EQ(fresh.hotkey, fake_.as(newcomer)->hotkey_of(newcomer.address()));
-  EXPECT_EQ(rating_of(**node, b.uid).evaluations, 2u);  // the other miner's record is its own
+  EXPECT_EQ(rating_of(*node, b.uid).evaluations, 2u);  // the other miner's record is its own
 }
 
 // The same when the uid changes hands right after its first scored window:
@@ -860,12 +867,10 @@ TEST_F(ValidatorInProcess, AUidRecycledAfterItsFirstWindowDoesNotPassItsRecordOn
   upload(b, 0, honest_packet(b, 0, 0.01f, 20), slot_start_of(0) + 1);
   o_.validator.start_window = 0;
   o_.validator.end_window = 1;
-  std::atomic<bool> stop{false};
   {
-    auto node = ValidatorNode::create(o_, validator_key_, io());
-    ASSERT_TRUE(node.is_ok()) << node.status();
-    ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
-    const MinerScore first = rating_of(**node, a.uid);
+    auto node = run_validator(&observer());
+    ASSERT_NE(node, nullptr);
+    const MinerScore first = rating_of(*node, a.uid);
     EXPECT_EQ(first.evaluations, 1u);
     EXPECT_EQ(first.hotkey, fake_.as(a.key)->hotkey_of(a.key.address()));  // bound in the window that made it
   }
@@ -873,10 +878,9 @@ TEST_F(ValidatorInProcess, AUidRecycledAfterItsFirstWindowDoesNotPassItsRecordOn
   fake_.replace_neuron(a.uid, newcomer);
   mine_through(clock.slot_block(2), 100);
   o_.validator.end_window = 2;
-  auto node = ValidatorNode::create(o_, validator_key_, io());
-  ASSERT_TRUE(node.is_ok()) << node.status();
-  ASSERT_TRUE((*node)->run(stop, &observer()).is_ok());
-  const MinerScore fresh = rating_of(**node, a.uid);
+  auto node = run_validator(&observer());
+  ASSERT_NE(node, nullptr);
+  const MinerScore fresh = rating_of(*node, a.uid);
   EXPECT_EQ(fresh.evaluations, 0u);
   EXPECT_DOUBLE_EQ(fresh.rating.mu, Rating{}.mu);
   EXPECT_EQ(fresh.hotkey, fake_.as(newcomer)->hotkey_of(newcomer.address()));
