@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "cpu_ops.h"
+#include "crucible/kernels/backend_codec.h"
 #include "parallel.h"
 
 namespace crucible::kernels {
@@ -23,26 +24,7 @@ double median_of(std::vector<double> v) {
 }
 
 Status aggregate(std::vector<PeerUpdate> peers, std::span<float> out, int threads) {
-  if (peers.empty()) {
-    std::fill(out.begin(), out.end(), 0.0f);
-    return Status::ok();
-  }
-  const BlockLayout& l = peers[0].tensor->layout;
-  if (static_cast<std::int64_t>(out.size()) != l.rows * l.cols) return invalid_argument("aggregate: wrong output size");
-  std::vector<MergePeer> merge;
-  for (const PeerUpdate& p : peers) {
-    const BlockLayout& pl = p.tensor->layout;
-    if (pl.rows != l.rows || pl.cols != l.cols || pl.block_rows != l.block_rows || pl.block_cols != l.block_cols ||
-        pl.k != l.k) {
-      return invalid_argument("aggregate: uid {} has another layout", p.uid);
-    }
-    const CompressedTensor& t = *p.tensor;
-    if (t.indices.size() != static_cast<std::size_t>(l.kept()) || t.codes.size() != t.indices.size()) {
-      return data_loss("aggregate: uid {} has {} entries, the layout keeps {}", p.uid, t.indices.size(), l.kept());
-    }
-    merge.push_back({p.uid, t.indices.data(), t.codes.data(), t.quant});
-  }
-  return cpu::merge(l, merge, out.data(), threads);
+  return aggregate(*cpu_backend(threads), std::move(peers), out);
 }
 
 namespace cpu {

@@ -15,6 +15,7 @@
 
 #include "block_topk.h"
 #include "cpu_ops.h"
+#include "crucible/kernels/backend_codec.h"
 #include "parallel.h"
 
 namespace crucible::kernels {
@@ -97,12 +98,7 @@ Result<CompressedTensor> compress(std::span<const float> x, std::span<const std:
 }
 
 Status decompress(const CompressedTensor& c, std::span<float> out, int threads) {
-  const BlockLayout& l = c.layout;
-  if (static_cast<std::int64_t>(out.size()) != l.rows * l.cols) return invalid_argument("decode: wrong output size");
-  if (static_cast<std::int64_t>(c.indices.size()) != l.kept() || c.codes.size() != c.indices.size()) {
-    return data_loss("decode: {} entries, the layout keeps {}", c.indices.size(), l.kept());
-  }
-  return cpu::decode(l, c.indices.data(), c.codes.data(), c.quant, out.data(), threads);
+  return decompress(*cpu_backend(threads), c, out);
 }
 
 namespace cpu {
@@ -183,15 +179,7 @@ Status encode(float* ef, const float* delta, float beta, const BlockLayout& l, s
 
 Result<CompressedTensor> error_feedback_step(std::span<float> ef, std::span<const float> delta,
                                              std::span<const std::int64_t> shape, float beta, int threads) {
-  if (ef.size() != delta.size()) return invalid_argument("error feedback: buffer and delta differ in size");
-  CompressedTensor c;
-  CRUCIBLE_ASSIGN_OR_RETURN(c.layout, layout_for(shape));
-  CRUCIBLE_RETURN_IF_ERROR(check_layout(c.layout, ef.size()));
-  c.indices.resize(static_cast<std::size_t>(c.layout.kept()));
-  c.codes.resize(c.indices.size());
-  CRUCIBLE_RETURN_IF_ERROR(
-      cpu::encode(ef.data(), delta.data(), beta, c.layout, c.indices.data(), c.codes.data(), &c.quant, threads));
-  return c;
+  return error_feedback_step(*cpu_backend(threads), ef, delta, shape, beta);
 }
 
 }  // namespace crucible::kernels
