@@ -3,6 +3,7 @@
 #include <sys/random.h>
 
 #include "crucible/chain/substrate.h"
+#include "crucible/common/log.h"
 
 namespace crucible::chain {
 namespace {
@@ -19,7 +20,33 @@ Result<abi::Value> decode_single(std::string_view returns, const Bytes& data) {
 
 Hash32 word_bytes(const Value& v) { return v.word().be(); }
 
+Value byte_array(ByteSpan bytes) {
+  std::vector<Value> items;
+  items.reserve(bytes.size());
+  for (std::uint8_t b : bytes) items.push_back(Value::uint(b));
+  return Value::list(std::move(items));
+}
+
+std::string block_tag(std::optional<std::uint64_t> at_block) {
+  return at_block ? U256(*at_block).to_quantity() : std::string("latest");
+}
+
 }  // namespace
+
+PrivateKey commitment_proxy_key(const PrivateKey& node_key) {
+  Keccak256 h;
+  h.update(as_bytes("crucible/commitment-proxy/v1"));
+  h.update(node_key.secret_bytes());
+  Hash32 k = h.finish();
+  // A hash is a valid secp256k1 key but with probability ~2^-128; hash again if not.
+  while (true) {
+    auto key = PrivateKey::from_bytes(k);
+    if (key.is_ok()) return std::move(*key);
+    Keccak256 again;
+    again.update(k);
+    k = again.finish();
+  }
+}
 
 Hash32 Chain::hotkey_of(const Address& address) const { return substrate::mirror_account(address); }
 
@@ -36,7 +63,10 @@ Result<std::unique_ptr<EvmChain>> EvmChain::connect(EvmChainOptions options, std
 
 EvmChain::EvmChain(EvmChainOptions options, std::uint64_t chain_id, std::optional<PrivateKey> key)
     : options_(std::move(options)), rpc_(options_.rpc), eth_(rpc_), chain_id_(chain_id) {
-  if (key) sender_ = std::make_unique<TxSender>(eth_, std::move(*key), chain_id_, options_.tx);
+  if (key) {
+    proxy_sender_ = std::make_unique<TxSender>(eth_, commitment_proxy_key(*key), chain_id_, options_.tx);
+    sender_ = std::make_unique<TxSender>(eth_, std::move(*key), chain_id_, options_.tx);
+  }
 }
 
 std::optional<Address> EvmChain::signer() const {
@@ -122,19 +152,57 @@ Result<Metagraph> EvmChain::metagraph(std::uint16_t netuid) {
   return mg;
 }
 
+Result<Bytes> EvmChain::storage(ByteSpan key, std::optional<std::uint64_t> at_block) {
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      nlohmann::json r,
+      rpc_.call("eth_call",
+                json::array({json{{"to", options_.storage_query.hex()}, {"data", to_hex(key)}}, block_tag(at_block)})));
+  if (!r.is_string()) return data_loss("StorageQuery: the result is not hex");
+  auto bytes = from_hex(r.get<std::string>());
+  if (!bytes.is_ok()) return bytes.status().with_context("StorageQuery");
+  return bytes;
+}
+
+Result<std::uint64_t> EvmChain::storage_uint(std::string_view item, std::uint16_t netuid, std::size_t width,
+                                             std::uint64_t absent, std::optional<std::uint64_t> at_block) {
+  const Bytes key = item == "StakeThreshold" ? substrate::subtensor_storage_key(item)
+                                             : substrate::subtensor_storage_key(item, netuid);
+  auto raw = storage(key, at_block);
+  if (!raw.is_ok()) return raw.status().with_context(fmt::format("SubtensorModule.{}", item));
+  auto v = substrate::decode_storage_uint(*raw, width, absent);
+  if (!v.is_ok()) return v.status().with_context(fmt::format("SubtensorModule.{}", item));
+  return v;
+}
+
 Result<SubnetParams> EvmChain::subnet_params(std::uint16_t netuid) {
   SubnetParams p;
-  CRUCIBLE_ASSIGN_OR_RETURN(
-      Value cr, view(options_.subnet, "getCommitRevealWeightsEnabled(uint16)", {Value::uint(netuid)}, "bool"));
+  const std::vector<Value> args = {Value::uint(netuid)};
+  CRUCIBLE_ASSIGN_OR_RETURN(Value cr, view(options_.subnet, "getCommitRevealWeightsEnabled(uint16)", args, "bool"));
   CRUCIBLE_ASSIGN_OR_RETURN(p.commit_reveal, cr.as_bool());
-  CRUCIBLE_ASSIGN_OR_RETURN(Value vk,
-                            view(options_.subnet, "getWeightsVersionKey(uint16)", {Value::uint(netuid)}, "uint64"));
+  CRUCIBLE_ASSIGN_OR_RETURN(Value vk, view(options_.subnet, "getWeightsVersionKey(uint16)", args, "uint64"));
   CRUCIBLE_ASSIGN_OR_RETURN(p.version_key, vk.as_u64());
-  CRUCIBLE_ASSIGN_OR_RETURN(Value rl,
-                            view(options_.subnet, "getWeightsSetRateLimit(uint16)", {Value::uint(netuid)}, "uint64"));
+  CRUCIBLE_ASSIGN_OR_RETURN(Value rl, view(options_.subnet, "getWeightsSetRateLimit(uint16)", args, "uint64"));
   CRUCIBLE_ASSIGN_OR_RETURN(p.rate_limit, rl.as_u64());
+  CRUCIBLE_ASSIGN_OR_RETURN(Value rp, view(options_.subnet, "getCommitRevealWeightsInterval(uint16)", args, "uint64"));
+  CRUCIBLE_ASSIGN_OR_RETURN(p.reveal_period, rp.as_u64());
+  CRUCIBLE_ASSIGN_OR_RETURN(Value mw, view(options_.subnet, "getMinAllowedWeights(uint16)", args, "uint16"));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t min_weights, mw.as_u64());
+  p.min_allowed_weights = static_cast<std::uint16_t>(min_weights);
+  CRUCIBLE_ASSIGN_OR_RETURN(Value ml, view(options_.subnet, "getMaxWeightLimit(uint16)", args, "uint16"));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t max_limit, ml.as_u64());
+  p.max_weight_limit = static_cast<std::uint16_t>(max_limit);
+  // Tempo has no getter in the Subnet precompile; its storage has a value
+  // from the subnet's creation (subnets/subnet.rs), 360 by default.
+  CRUCIBLE_ASSIGN_OR_RETURN(p.tempo, storage_uint("Tempo", netuid, 2, 360));
+  CRUCIBLE_ASSIGN_OR_RETURN(p.stake_threshold, storage_uint("StakeThreshold", netuid, 8, 0));
   return p;
 }
+
+Result<std::uint64_t> EvmChain::subnet_epoch(std::uint16_t netuid, std::optional<std::uint64_t> at_block) {
+  return storage_uint("SubnetEpochIndex", netuid, 8, 0, at_block);
+}
+
+Result<std::uint64_t> EvmChain::registration_burn(std::uint16_t netuid) { return storage_uint("Burn", netuid, 8, 0); }
 
 Result<SentTx> EvmChain::set_weights(std::uint16_t netuid, const std::vector<std::uint16_t>& uids,
                                      const std::vector<std::uint16_t>& values, std::uint64_t version_key) {
@@ -183,31 +251,110 @@ Result<SentTx> EvmChain::register_neuron(std::uint16_t netuid, const Hash32& hot
 }
 
 Result<std::optional<std::string>> EvmChain::commitment(std::uint16_t netuid, std::uint16_t uid) {
-  if (options_.commitments == CommitmentSource::kContract) {
-    CRUCIBLE_ASSIGN_OR_RETURN(Value v, view(options_.commitments_contract, "getCommitment(uint16,uint16)",
-                                            {Value::uint(netuid), Value::uint(uid)}, "bytes"));
-    if (v.data().empty()) return std::optional<std::string>();
-    return std::optional<std::string>(v.as_string());
-  }
   CRUCIBLE_ASSIGN_OR_RETURN(Value hk, view(options_.metagraph, "getHotkey(uint16,uint16)",
                                            {Value::uint(netuid), Value::uint(uid)}, "bytes32"));
-  Bytes key = substrate::commitment_storage_key(netuid, word_bytes(hk));
-  CRUCIBLE_ASSIGN_OR_RETURN(json r, rpc_.call("state_getStorage", json::array({to_hex(key)})));
-  if (r.is_null()) return std::optional<std::string>();
-  if (!r.is_string()) return data_loss("state_getStorage: result is not hex");
-  CRUCIBLE_ASSIGN_OR_RETURN(Bytes scale, from_hex(r.get<std::string>()));
-  CRUCIBLE_ASSIGN_OR_RETURN(std::string text, substrate::decode_commitment(scale));
-  return std::optional<std::string>(std::move(text));
+  const Hash32 hotkey = word_bytes(hk);
+  Bytes scale;
+  if (options_.commitments == CommitmentSource::kContract) {
+    CRUCIBLE_ASSIGN_OR_RETURN(Value v, view(options_.commitments_contract, "commitmentOf(uint16,bytes32)",
+                                            {Value::uint(netuid), Value::word(hotkey)}, "bytes"));
+    scale = v.data();
+  } else {
+    Bytes key = substrate::commitment_storage_key(netuid, hotkey);
+    CRUCIBLE_ASSIGN_OR_RETURN(json r, rpc_.call("state_getStorage", json::array({to_hex(key)})));
+    if (r.is_null()) return std::optional<std::string>();
+    if (!r.is_string()) return data_loss("state_getStorage: result is not hex");
+    CRUCIBLE_ASSIGN_OR_RETURN(scale, from_hex(r.get<std::string>()));
+  }
+  if (scale.empty()) return std::optional<std::string>();
+  auto text = substrate::decode_commitment(scale);
+  if (!text.is_ok()) return text.status().with_context(fmt::format("the commitment of uid {}", uid));
+  return std::optional<std::string>(std::move(*text));
 }
 
-Result<SentTx> EvmChain::set_commitment(std::uint16_t netuid, const std::string& data) {
-  if (options_.commitments != CommitmentSource::kContract) {
-    return unimplemented(
-        "set_commitment: on Bittensor a commitment is a Substrate extrinsic (Commitments.set_commitment) signed "
-        "by the hotkey; see docs/chain.md");
+Result<std::vector<ProxyEntry>> EvmChain::proxies(const Hash32& account) {
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      Value v, view(options_.proxy, "getProxies(bytes32)", {Value::word(account)}, "(bytes32,uint256,uint256)[]"));
+  std::vector<ProxyEntry> out;
+  for (const Value& item : v.items()) {
+    if (item.items().size() != 3) return data_loss("getProxies: an entry of {} members", item.items().size());
+    ProxyEntry e;
+    e.delegate = word_bytes(item.items()[0]);
+    CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t type, item.items()[1].as_u64());
+    CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t delay, item.items()[2].as_u64());
+    if (type > 255 || delay > 0xFFFFFFFFu) return data_loss("getProxies: type {} delay {} out of range", type, delay);
+    e.proxy_type = static_cast<std::uint8_t>(type);
+    e.delay = static_cast<std::uint32_t>(delay);
+    out.push_back(e);
   }
-  return transact(options_.commitments_contract, "setCommitment(uint16,bytes)",
-                  {Value::uint(netuid), Value::bytes(Bytes(data.begin(), data.end()))});
+  return out;
+}
+
+Result<Address> EvmChain::commitment_proxy_address() const {
+  if (!sender_) return failed_precondition("this chain client has no key");
+  return proxy_sender_->address();
+}
+
+Result<std::vector<std::string>> EvmChain::ensure_commitment_proxy(std::uint64_t gas_funds_wei) {
+  if (!sender_) return failed_precondition("the commitment proxy needs the node's key");
+  std::vector<std::string> done;
+  const Hash32 real = substrate::mirror_account(sender_->address());
+  const Hash32 delegate = substrate::mirror_account(proxy_sender_->address());
+  CRUCIBLE_ASSIGN_OR_RETURN(auto list, proxies(real));
+  bool present = false;
+  for (const auto& e : list)
+    present = present || (e.delegate == delegate && e.proxy_type == kCommitmentProxyType && e.delay == 0);
+  if (!present) {
+    auto sent = transact(options_.proxy, "addProxy(bytes32,uint8,uint32)",
+                         {Value::word(delegate), Value::uint(kCommitmentProxyType), Value::uint(0)});
+    if (!sent.is_ok()) return sent.status().with_context("adding the commitment proxy");
+    done.push_back(fmt::format("added {} ({}) as a NonTransfer proxy of {}, tx {}", proxy_sender_->address().checksum(),
+                               substrate::ss58(delegate), substrate::ss58(real), to_hex(sent->receipt.tx_hash)));
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(U256 balance, eth_.balance(proxy_sender_->address()));
+  if (balance < U256(gas_funds_wei / 2)) {
+    auto sent = sender_->send(proxy_sender_->address(), {}, 21'000, U256(gas_funds_wei));
+    if (!sent.is_ok()) return sent.status().with_context("funding the commitment key's gas");
+    done.push_back(fmt::format("sent {} wei for gas to the commitment key {}, tx {}", gas_funds_wei,
+                               proxy_sender_->address().checksum(), to_hex(sent->receipt.tx_hash)));
+  }
+  return done;
+}
+
+Result<SentTx> EvmChain::remove_commitment_proxy() {
+  if (!sender_) return failed_precondition("removing the commitment proxy needs the node's key");
+  const Hash32 delegate = substrate::mirror_account(proxy_sender_->address());
+  return transact(options_.proxy, "removeProxy(bytes32,uint8,uint32)",
+                  {Value::word(delegate), Value::uint(kCommitmentProxyType), Value::uint(0)});
+}
+
+Result<SentTx> EvmChain::add_stake(const Hash32& hotkey, std::uint64_t rao, std::uint16_t netuid) {
+  return transact(options_.staking, "addStake(bytes32,uint256,uint256)",
+                  {Value::word(hotkey), Value::uint(rao), Value::uint(netuid)});
+}
+
+// Commitments.set_commitment can only come from a Substrate origin (it is
+// Pays::No, which the Dispatch precompile refuses), so the node's
+// commitment key calls Proxy.proxy(hotkey, NonTransfer, call) through the
+// Proxy precompile's proxyCall; the pallet then sees the hotkey as origin.
+Result<SentTx> EvmChain::set_commitment(std::uint16_t netuid, const std::string& data) {
+  if (!sender_) return failed_precondition("set_commitment: this chain client has no key (read-only)");
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes call, substrate::set_commitment_call(netuid, data));
+  auto ready = ensure_commitment_proxy(kCommitmentGasFundsWei);
+  if (!ready.is_ok()) return ready.status().with_context("set_commitment");
+  for (const auto& line : *ready) log::info("commitment key: " + line);
+  const Hash32 real = substrate::mirror_account(sender_->address());
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      Bytes input, abi::encode_call("proxyCall(bytes32,uint8[],uint8[])",
+                                    {Value::word(real), byte_array(Bytes{kCommitmentProxyType}), byte_array(call)}));
+  auto sent = proxy_sender_->send(options_.proxy, input);
+  if (!sent.is_ok()) {
+    return sent.status().with_context(
+        fmt::format("set_commitment through the commitment key {} (`crucible chain "
+                    "proxy` sets it up; `crucible chain preflight` checks it)",
+                    proxy_sender_->address().checksum()));
+  }
+  return sent;
 }
 
 }  // namespace crucible::chain

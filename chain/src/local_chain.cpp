@@ -20,7 +20,9 @@
 #include <fmt/format.h>
 
 #include "crucible/chain/abi.h"
+#include "crucible/chain/evm_chain.h"
 #include "crucible/chain/standins.h"
+#include "crucible/chain/substrate.h"
 #include "crucible/chain/tx_sender.h"
 
 namespace crucible::chain {
@@ -185,7 +187,10 @@ Status LocalChain::install_standins() {
       {0x802, standins::kMetagraphStandInRuntime},
       {0x803, standins::kSubnetStandInRuntime},
       {0x804, standins::kNeuronStandInRuntime},
-      {standins::kCommitmentsAddress, standins::kCommitmentsStandInRuntime}};
+      {standins::kCommitmentsAddress, standins::kCommitmentsStandInRuntime},
+      {standins::kStorageQueryAddress, standins::kStorageQueryStandInRuntime},
+      {standins::kProxyAddress, standins::kProxyStandInRuntime},
+      {standins::kStakingAddress, standins::kStakingStandInRuntime}};
   for (const auto& [addr, code] : codes) {
     auto r = rpc.call("anvil_setCode", json::array({Address::from_low_u64(addr).hex(), code}));
     if (!r.is_ok()) return r.status().with_context("installing stand-in contracts");
@@ -194,21 +199,66 @@ Status LocalChain::install_standins() {
       Bytes create,
       abi::encode_call("createSubnet(uint16,uint16)", {Value::uint(options_.netuid), Value::uint(options_.max_uids)}));
   CRUCIBLE_RETURN_IF_ERROR(admin_call(create).with_context("createSubnet"));
+  CRUCIBLE_RETURN_IF_ERROR(set_hyperparameter("tempo", options_.tempo));
+  CRUCIBLE_RETURN_IF_ERROR(set_hyperparameter("burn", options_.burn));
   return set_subnet_params(options_.commit_reveal, options_.version_key, options_.rate_limit);
 }
 
-Status LocalChain::set_subnet_params(bool commit_reveal, std::uint64_t version_key, std::uint64_t rate_limit) {
-  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data, abi::encode_call("setSubnetParams(uint16,bool,uint64,uint64)",
-                                                         {Value::uint(options_.netuid), Value::boolean(commit_reveal),
-                                                          Value::uint(version_key), Value::uint(rate_limit)}));
-  return admin_call(data).with_context("setSubnetParams");
+Status LocalChain::set_hyperparameter(std::string_view name, std::uint64_t value) {
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data,
+                            abi::encode_call("setHyperparameter(uint16,string,uint64)",
+                                             {Value::uint(options_.netuid), Value::string(name), Value::uint(value)}));
+  return admin_call(data).with_context(fmt::format("setHyperparameter {}", name));
 }
 
-Status LocalChain::set_stake(std::uint16_t uid, std::uint64_t stake, bool validator_permit) {
-  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data, abi::encode_call("setStake(uint16,uint16,uint64,bool)",
-                                                         {Value::uint(options_.netuid), Value::uint(uid),
-                                                          Value::uint(stake), Value::boolean(validator_permit)}));
-  return admin_call(data).with_context("setStake");
+Status LocalChain::set_subnet_params(bool commit_reveal, std::uint64_t version_key, std::uint64_t rate_limit) {
+  CRUCIBLE_RETURN_IF_ERROR(set_hyperparameter("commit_reveal", commit_reveal ? 1 : 0));
+  CRUCIBLE_RETURN_IF_ERROR(set_hyperparameter("version_key", version_key));
+  return set_hyperparameter("rate_limit", rate_limit);
+}
+
+namespace {
+
+// Blocks from the head to the subnet's next epoch (StorageQuery reads, as a
+// node makes them).
+Result<std::uint64_t> blocks_to_next_epoch(const std::string& url, std::uint16_t netuid) {
+  EvmChainOptions o;
+  o.rpc.url = url;
+  CRUCIBLE_ASSIGN_OR_RETURN(auto reader, EvmChain::connect(o, std::nullopt));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, reader->block_number());
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes tempo_raw, reader->storage(substrate::subtensor_storage_key("Tempo", netuid)));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t tempo, substrate::decode_storage_uint(tempo_raw, 2, 0));
+  if (tempo == 0) return failed_precondition("subnet {} has tempo 0: no epochs, so no permits change", netuid);
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes last_raw,
+                            reader->storage(substrate::subtensor_storage_key("LastEpochBlock", netuid)));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t last, substrate::decode_storage_uint(last_raw, 8, 0));
+  // The next transaction lands in head + 1; the epoch fires at last + tempo.
+  const std::uint64_t next = last + tempo;
+  return next > head ? next - head : 0;
+}
+
+Status mine_blocks(const std::string& url, std::uint64_t n) {
+  if (n == 0) return Status::ok();
+  RpcOptions rpc_options;
+  rpc_options.url = url;
+  RpcClient rpc(rpc_options);
+  return rpc.call("anvil_mine", json::array({U256(n).to_quantity()})).status();
+}
+
+}  // namespace
+
+Status LocalChain::mine_to_next_epoch() {
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t n, blocks_to_next_epoch(url_, options_.netuid));
+  return mine_blocks(url_, n);
+}
+
+Status LocalChain::set_stake(std::uint16_t uid, std::uint64_t stake, bool until_permit) {
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data,
+                            abi::encode_call("setStake(uint16,uint16,uint64)",
+                                             {Value::uint(options_.netuid), Value::uint(uid), Value::uint(stake)}));
+  CRUCIBLE_RETURN_IF_ERROR(admin_call(data).with_context("setStake"));
+  if (!until_permit) return Status::ok();
+  return mine_to_next_epoch().with_context("waiting for the epoch that hands out permits");
 }
 
 Status LocalChain::prune_next(std::uint16_t uid) {
@@ -217,12 +267,7 @@ Status LocalChain::prune_next(std::uint16_t uid) {
   return admin_call(data).with_context("pruneNext");
 }
 
-Status LocalChain::mine(std::uint64_t n) {
-  RpcOptions rpc_options;
-  rpc_options.url = url_;
-  RpcClient rpc(rpc_options);
-  return rpc.call("anvil_mine", json::array({U256(n).to_quantity()})).status();
-}
+Status LocalChain::mine(std::uint64_t n) { return mine_blocks(url_, n); }
 
 Status LocalChain::stop() {
   if (pid_ <= 0) return Status::ok();
@@ -268,34 +313,73 @@ Status local_fund(const std::string& rpc_url, const Address& to, const U256& wei
   return anvil_call(rpc, "anvil_setBalance", json::array({to.hex(), wei.to_quantity()})).status();
 }
 
-Status local_set_stake(const std::string& rpc_url, std::uint16_t netuid, std::uint16_t uid, std::uint64_t stake,
-                       bool validator_permit) {
+namespace {
+
+constexpr std::uint64_t kAdminCallGas = 2'000'000;
+
+// An admin call on the stand-ins of a running local chain, as the admin
+// (anvil_impersonateAccount), seen through to its receipt.
+Status impersonated_admin_call(const std::string& rpc_url, const Bytes& data, std::string_view what) {
   RpcOptions o;
   o.url = rpc_url;
   RpcClient rpc(o);
   EthClient eth(rpc);
-  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data, abi::encode_call("setStake(uint16,uint16,uint64,bool)",
-                                                         {Value::uint(netuid), Value::uint(uid), Value::uint(stake),
-                                                          Value::boolean(validator_permit)}));
   CRUCIBLE_RETURN_IF_ERROR(anvil_call(rpc, "anvil_impersonateAccount", json::array({kAdminAddress})).status());
   auto sent =
       rpc.call("eth_sendTransaction", json::array({{{"from", kAdminAddress},
                                                     {"to", Address::from_low_u64(standins::kStateAddress).hex()},
+                                                    // anvil's own estimate falls short for some admin
+                                                    // calls (a refund at the end): a fixed, ample limit.
+                                                    {"gas", U256(kAdminCallGas).to_quantity()},
                                                     {"data", to_hex(data)}}}));
   (void)rpc.call("anvil_stopImpersonatingAccount", json::array({kAdminAddress}));
-  if (!sent.is_ok()) return sent.status().with_context("setStake");
+  if (!sent.is_ok()) return sent.status().with_context(std::string(what));
   if (!sent->is_string()) return data_loss("eth_sendTransaction returned no transaction hash");
   CRUCIBLE_ASSIGN_OR_RETURN(Hash32 tx, from_hex_fixed<32>(sent->get<std::string>()));
   for (int i = 0; i < 600; ++i) {  // a minute at most: blocks come every few seconds at worst
     CRUCIBLE_ASSIGN_OR_RETURN(auto receipt, eth.receipt(tx));
     if (receipt) {
-      if (!receipt->success)
-        return failed_precondition("setStake reverted (is netuid {} there, uid {} registered?)", netuid, uid);
+      if (!receipt->success) {
+        auto reason =
+            eth.call(Address::from_low_u64(standins::kStateAddress), data, Address::parse(kAdminAddress).value());
+        return failed_precondition("{} reverted: {}", what,
+                                   reason.is_ok() ? std::string("no reason") : reason.status().message());
+      }
       return Status::ok();
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return deadline_exceeded("setStake was sent but not mined within a minute");
+  return deadline_exceeded("{} was sent but not mined within a minute", what);
+}
+
+}  // namespace
+
+Status local_set_stake(const std::string& rpc_url, std::uint16_t netuid, std::uint16_t uid, std::uint64_t stake,
+                       bool until_permit) {
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data, abi::encode_call("setStake(uint16,uint16,uint64)",
+                                                         {Value::uint(netuid), Value::uint(uid), Value::uint(stake)}));
+  CRUCIBLE_RETURN_IF_ERROR(impersonated_admin_call(rpc_url, data, "setStake"));
+  if (!until_permit) return Status::ok();
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t n, blocks_to_next_epoch(rpc_url, netuid));
+  return mine_blocks(rpc_url, n);
+}
+
+Status local_set_stake_epoch(const std::string& rpc_url, std::uint16_t netuid) {
+  // Refuse any node but anvil before mining: anvil_mine would fail anyway.
+  RpcOptions o;
+  o.url = rpc_url;
+  RpcClient rpc(o);
+  CRUCIBLE_RETURN_IF_ERROR(anvil_call(rpc, "anvil_nodeInfo", json::array()).status());
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t n, blocks_to_next_epoch(rpc_url, netuid));
+  return mine_blocks(rpc_url, n);
+}
+
+Status local_set_hyperparameter(const std::string& rpc_url, std::uint16_t netuid, std::string_view name,
+                                std::uint64_t value) {
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes data,
+                            abi::encode_call("setHyperparameter(uint16,string,uint64)",
+                                             {Value::uint(netuid), Value::string(name), Value::uint(value)}));
+  return impersonated_admin_call(rpc_url, data, fmt::format("setHyperparameter {}", name));
 }
 
 }  // namespace crucible::chain

@@ -162,27 +162,81 @@ Bytes commitment_storage_key(std::uint16_t netuid, const AccountId& account) {
   return key;
 }
 
+Result<Bytes> set_commitment_call(std::uint16_t netuid, std::string_view text) {
+  if (text.empty()) return invalid_argument("a commitment needs some text");
+  if (text.size() > kMaxCommitmentText) {
+    return invalid_argument(
+        "a commitment of {} bytes does not fit the Commitments pallet: at most {} fields of {} bytes ({} bytes)",
+        text.size(), kMaxCommitFields, kMaxRawField, kMaxCommitmentText);
+  }
+  const std::size_t fields = (text.size() + kMaxRawField - 1) / kMaxRawField;
+  Bytes call;
+  call.reserve(8 + fields + text.size());
+  call.push_back(kCommitmentsPallet);
+  call.push_back(kSetCommitmentCall);
+  put_le(call, netuid, 2);
+  for (std::uint8_t b : compact(fields)) call.push_back(b);
+  for (std::size_t at = 0; at < text.size(); at += kMaxRawField) {
+    const std::string_view part = text.substr(at, kMaxRawField);
+    call.push_back(static_cast<std::uint8_t>(part.size() + 1));  // Data::Raw of part.size() bytes
+    for (char c : part) call.push_back(static_cast<std::uint8_t>(c));
+  }
+  return call;
+}
+
 Result<std::string> decode_commitment(ByteSpan scale) {
   Reader r{scale};
   CRUCIBLE_RETURN_IF_ERROR(r.le(8).status());  // deposit
   CRUCIBLE_RETURN_IF_ERROR(r.le(4).status());  // block
   CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t fields, r.compact_len());
-  if (fields > 64) return data_loss("commitment: {} fields is more than a commitment holds", fields);
+  if (fields > kMaxCommitFields) {
+    return data_loss("commitment: {} fields, but the pallet holds at most {}", fields, kMaxCommitFields);
+  }
   std::string text;
   for (std::uint64_t f = 0; f < fields; ++f) {
     CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t tag, r.le(1));
-    if (tag == 0) continue;        // Data::None
-    if (tag >= 1 && tag <= 129) {  // Data::Raw of tag - 1 bytes
+    if (tag == 0 || tag == 135) continue;  // Data::None, Data::ResetBondsFlag
+    if (tag >= 1 && tag <= 129) {          // Data::Raw of tag - 1 bytes
       CRUCIBLE_ASSIGN_OR_RETURN(ByteSpan raw, r.take(tag - 1));
       text.append(raw.begin(), raw.end());
     } else if (tag >= 130 && tag <= 133) {  // BlakeTwo256, Sha256, Keccak256, ShaThree256: hashes, not text
       CRUCIBLE_RETURN_IF_ERROR(r.take(32).status());
+    } else if (tag == 134) {  // TimelockEncrypted { encrypted: Vec<u8> (<= 1024), reveal_round: u64 }
+      CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t len, r.compact_len());
+      if (len > kMaxTimelockedField) return data_loss("commitment: a timelocked field of {} bytes", len);
+      CRUCIBLE_RETURN_IF_ERROR(r.take(len).status());
+      CRUCIBLE_RETURN_IF_ERROR(r.le(8).status());
+    } else if (tag == 136) {  // BigRaw (<= 512 bytes)
+      CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t len, r.compact_len());
+      if (len > kMaxBigRawField) return data_loss("commitment: a BigRaw field of {} bytes", len);
+      CRUCIBLE_ASSIGN_OR_RETURN(ByteSpan raw, r.take(len));
+      text.append(raw.begin(), raw.end());
     } else {
-      return unimplemented("commitment: field type {} is not supported", tag);
+      return data_loss("commitment: field type {} is not one the Commitments pallet defines", tag);
     }
   }
   if (r.pos != scale.size()) return data_loss("commitment: {} trailing bytes", scale.size() - r.pos);
   return text;
+}
+
+Bytes subtensor_storage_key(std::string_view item) {
+  Bytes key = twox128(as_bytes("SubtensorModule"));
+  Bytes h = twox128(as_bytes(item));
+  key.insert(key.end(), h.begin(), h.end());
+  return key;
+}
+
+Bytes subtensor_storage_key(std::string_view item, std::uint16_t netuid) {
+  Bytes key = subtensor_storage_key(item);
+  put_le(key, netuid, 2);
+  return key;
+}
+
+Result<std::uint64_t> decode_storage_uint(ByteSpan scale, std::size_t width, std::uint64_t absent) {
+  if (scale.empty()) return absent;
+  if (scale.size() != width) return data_loss("storage value of {} bytes, expected {}", scale.size(), width);
+  Reader r{scale};
+  return r.le(static_cast<int>(width));
 }
 
 }  // namespace crucible::chain::substrate

@@ -41,6 +41,7 @@ SignedTx TxSender::sign_draft(const Draft& d) const {
     tx.max_fee = d.fees.max_fee;
     tx.gas_limit = d.gas;
     tx.to = d.to;
+    tx.value = d.value;
     tx.data = d.data;
     return sign(tx, key_);
   }
@@ -50,6 +51,7 @@ SignedTx TxSender::sign_draft(const Draft& d) const {
   tx.gas_price = d.fees.max_fee;
   tx.gas_limit = d.gas;
   tx.to = d.to;
+  tx.value = d.value;
   tx.data = d.data;
   return sign(tx, key_);
 }
@@ -60,11 +62,13 @@ Result<std::string> TxSender::revert_reason(const Draft& d) {
   return std::string("reverted (the reason is no longer reproducible by eth_call)");
 }
 
-Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit) {
+Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit,
+                              const U256& value) {
   CRUCIBLE_RETURN_IF_ERROR(check_chain_id());
   Draft d;
   d.to = to;
   d.data = data;
+  d.value = value;
   if (gas_limit) {
     d.gas = *gas_limit;
   } else {

@@ -33,9 +33,16 @@ Result<std::uint16_t> join_subnet(chain::Chain& chain, std::uint16_t netuid, con
     return failed_precondition("{} is not registered on netuid {}: run `crucible chain register --key KEYFILE`",
                                key.address().checksum(), netuid);
   }
-  const std::string location = storage::encode_location(storage);
-  CRUCIBLE_ASSIGN_OR_RETURN(auto committed, chain.commitment(netuid, *uid));
-  if (committed != location) {
+  CRUCIBLE_ASSIGN_OR_RETURN(const std::string location, storage::encode_location_checked(storage));
+  // A commitment nobody can read (malformed, of unknown field types) is
+  // simply replaced.
+  auto committed = chain.commitment(netuid, *uid);
+  if (!committed.is_ok() && committed.status().is_transient()) return committed.status();
+  if (!committed.is_ok()) {
+    log::warn("this node's commitment on chain is unreadable; writing it again",
+              {{"uid", *uid}, {"error", committed.status().to_string()}});
+  }
+  if (!committed.is_ok() || *committed != location) {
     CRUCIBLE_RETURN_IF_ERROR(chain.set_commitment(netuid, location).status());
     log::info("published the store location on chain", {{"uid", *uid}, {"url", storage.url}});
   }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -14,18 +15,23 @@
 namespace crucible::storage {
 
 std::string encode_location(const PeerLocation& location) {
-  nlohmann::json j = {{"v", 1}, {"url", location.url}};
+  std::string text = "v2 " + location.url;
   if (!location.read.empty()) {
-    j["read_key_id"] = location.read.access_key_id;
-    j["read_secret"] = location.read.secret_access_key.reveal();
+    text += " " + location.read.access_key_id + " " + location.read.secret_access_key.reveal();
   }
-  return j.dump();
+  return text;
 }
 
-Result<PeerLocation> decode_location(std::string_view text) {
-  if (text.size() > kMaxLocationBytes) {
-    return invalid_argument("store location of {} bytes exceeds {}", text.size(), kMaxLocationBytes);
-  }
+namespace {
+
+bool printable_token(std::string_view t) {
+  if (t.empty()) return false;
+  for (unsigned char c : t)
+    if (c <= 0x20 || c >= 0x7F) return false;
+  return true;
+}
+
+Result<PeerLocation> decode_v1(std::string_view text) {
   auto j = nlohmann::json::parse(text, nullptr, false);
   // Typed checks only: a field of the wrong type is a refusal, never an exception.
   if (!j.is_object() || !j.contains("v") || j["v"] != 1 || !j.contains("url") || !j["url"].is_string()) {
@@ -33,7 +39,6 @@ Result<PeerLocation> decode_location(std::string_view text) {
   }
   PeerLocation loc;
   loc.url = j["url"].get<std::string>();
-  CRUCIBLE_RETURN_IF_ERROR(parse_store_url(loc.url).status().with_context("store location url"));
   if (j.contains("read_key_id")) {
     if (!j["read_key_id"].is_string() || !j.contains("read_secret") || !j["read_secret"].is_string()) {
       return invalid_argument("store location has a malformed read key pair");
@@ -41,6 +46,41 @@ Result<PeerLocation> decode_location(std::string_view text) {
     loc.read.access_key_id = j["read_key_id"].get<std::string>();
     loc.read.secret_access_key = Secret(j["read_secret"].get<std::string>());
   }
+  return loc;
+}
+
+Result<PeerLocation> decode_v2(std::string_view text) {
+  std::vector<std::string_view> parts;
+  std::size_t at = 0;
+  while (at <= text.size()) {
+    const std::size_t space = text.find(' ', at);
+    parts.push_back(text.substr(at, space == std::string_view::npos ? std::string_view::npos : space - at));
+    if (space == std::string_view::npos) break;
+    at = space + 1;
+  }
+  if (parts.size() != 2 && parts.size() != 4) {
+    return invalid_argument("store location: {} fields, expected 'v2 URL' or 'v2 URL KEY_ID SECRET'", parts.size());
+  }
+  for (auto p : parts)
+    if (!printable_token(p)) return invalid_argument("store location: an empty field or one with control characters");
+  PeerLocation loc;
+  loc.url = std::string(parts[1]);
+  if (parts.size() == 4) {
+    loc.read.access_key_id = std::string(parts[2]);
+    loc.read.secret_access_key = Secret(std::string(parts[3]));
+  }
+  return loc;
+}
+
+}  // namespace
+
+Result<PeerLocation> decode_location(std::string_view text) {
+  if (text.size() > kMaxLocationBytes) {
+    return invalid_argument("store location of {} bytes exceeds {}", text.size(), kMaxLocationBytes);
+  }
+  Result<PeerLocation> loc = text.starts_with("v2 ") ? decode_v2(text) : decode_v1(text);
+  if (!loc.is_ok()) return loc;
+  CRUCIBLE_RETURN_IF_ERROR(parse_store_url(loc->url).status().with_context("store location url"));
   return loc;
 }
 

@@ -37,6 +37,19 @@ std::string encode_location(const StorageOptions& o) {
   return encode_location(PeerLocation{o.url, o.read_credentials()});
 }
 
+Result<std::string> encode_location_checked(const StorageOptions& options) {
+  const PeerLocation location{options.url, options.read_credentials()};
+  std::string text = encode_location(location);
+  if (text.size() > kMaxLocationBytes) {
+    return invalid_argument(
+        "the store location is {} bytes (url {}, read key id {}, read secret {}); a commitment on chain holds at most "
+        "{} (the Commitments pallet: 3 fields of 128 bytes): use a shorter bucket, prefix or endpoint",
+        text.size(), location.url.size(), location.read.access_key_id.size(),
+        location.read.secret_access_key.reveal().size(), kMaxLocationBytes);
+  }
+  return text;
+}
+
 RetryPolicy StorageOptions::retry_policy() const {
   RetryPolicy p;
   p.deadline = std::chrono::milliseconds(static_cast<std::int64_t>(call_timeout_s * 1000));

@@ -95,7 +95,7 @@ TEST_F(EvmChainTest, RegisterThreeAndReadTheMetagraphBack) {
     const Address& evm = local->dev_keys()[uid + 1u].address();
     EXPECT_EQ(n.hotkey, substrate::mirror_account(evm));
     EXPECT_TRUE(n.active);
-    EXPECT_EQ(Bytes(n.coldkey.end() - 20, n.coldkey.end()), Bytes(evm.bytes().begin(), evm.bytes().end()));
+    EXPECT_EQ(n.coldkey, substrate::mirror_account(evm));  // the caller of burnedRegister pays: its mirror
   }
   EXPECT_EQ(mg->neurons[0].stake, 5'000'000'000u);
   EXPECT_TRUE(mg->neurons[0].validator_permit);
@@ -137,7 +137,7 @@ TEST_F(EvmChainTest, APrunedUidGoesToTheNextRegistrationWithANewHotkey) {
   ASSERT_TRUE(commitment.is_ok()) << commitment.status();
   EXPECT_TRUE(!commitment->has_value() || (*commitment)->empty());
   // The old owner is no longer registered; the next registration appends again.
-  EXPECT_THAT(old_owner->set_commitment(1, "file:///again").status().message(), HasSubstr("not registered"));
+  EXPECT_THAT(old_owner->set_commitment(1, "file:///again").status().message(), HasSubstr("AccountNotAllowedCommit"));
   auto another = connect(6);
   ASSERT_TRUE(another->register_neuron(1, substrate::mirror_account(local->dev_keys()[6].address())).is_ok());
   EXPECT_EQ(another->metagraph(1).value().neurons.size(), 4u);
@@ -148,19 +148,21 @@ TEST_F(EvmChainTest, RevertsSurfaceTheirReasonBeforeSending) {
   auto no_permit = connect(2);
   auto r = no_permit->set_weights(1, {0}, {1}, 0);
   EXPECT_EQ(r.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_THAT(r.status().message(), HasSubstr("execution reverted: no validator permit"));
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("execution reverted: dispatch execution failed: NeuronNoValidatorPermit"));
 
   ASSERT_TRUE(local->set_stake(0, 1000, true).is_ok());
+  ASSERT_TRUE(local->set_hyperparameter("version_key", 5).is_ok());
   auto validator = connect(1);
-  EXPECT_THAT(validator->set_weights(1, {0}, {1}, 7).status().message(), HasSubstr("incorrect version key"));
-  EXPECT_THAT(validator->set_weights(1, {0, 0}, {1, 2}, 0).status().message(), HasSubstr("duplicate uid"));
-  EXPECT_THAT(validator->set_weights(1, {0, 9}, {1, 2}, 0).status().message(), HasSubstr("uid out of range"));
-  EXPECT_EQ(validator->set_weights(1, {0, 1}, {1}, 0).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(validator->set_weights(1, {0, 1}, {1, 1}, 4).status().message(), HasSubstr("IncorrectWeightVersionKey"));
+  EXPECT_THAT(validator->set_weights(1, {0, 0}, {1, 2}, 5).status().message(), HasSubstr("DuplicateUids"));
+  EXPECT_THAT(validator->set_weights(1, {0, 9}, {1, 2}, 5).status().message(), HasSubstr("UidVecContainInvalidOne"));
+  EXPECT_EQ(validator->set_weights(1, {0, 1}, {1}, 5).status().code(), StatusCode::kInvalidArgument);
   auto stranger = connect(5);
-  EXPECT_THAT(stranger->set_weights(1, {0}, {1}, 0).status().message(), HasSubstr("not registered"));
+  EXPECT_THAT(stranger->set_weights(1, {0}, {1}, 5).status().message(), HasSubstr("HotKeyNotRegisteredInSubNet"));
   auto again = connect(1);
   EXPECT_THAT(again->register_neuron(1, substrate::mirror_account(local->dev_keys()[1].address())).status().message(),
-              HasSubstr("already registered"));
+              HasSubstr("HotKeyAlreadyRegisteredInSubNet"));
 }
 
 TEST_F(EvmChainTest, RateLimitIsEnforced) {
@@ -168,8 +170,11 @@ TEST_F(EvmChainTest, RateLimitIsEnforced) {
   ASSERT_TRUE(local->set_stake(0, 1000, true).is_ok());
   ASSERT_TRUE(local->set_subnet_params(false, 0, 100).is_ok());
   auto v = connect(1);
+  // LastUpdate is set at registration: the first post waits too.
+  EXPECT_THAT(v->set_weights(1, {0}, {1}, 0).status().message(), HasSubstr("SettingWeightsTooFast"));
+  ASSERT_TRUE(local->mine(100).is_ok());
   ASSERT_TRUE(v->set_weights(1, {0}, {1}, 0).is_ok());
-  EXPECT_THAT(v->set_weights(1, {0}, {2}, 0).status().message(), HasSubstr("rate limit"));
+  EXPECT_THAT(v->set_weights(1, {0}, {2}, 0).status().message(), HasSubstr("SettingWeightsTooFast"));
   ASSERT_TRUE(local->mine(100).is_ok());
   EXPECT_TRUE(v->set_weights(1, {0}, {3}, 0).is_ok());
 }
@@ -186,11 +191,17 @@ TEST_F(EvmChainTest, CommitRevealPath) {
 
   auto commit = v->make_commit(1, {0, 1}, {10, 20}, 3);
   ASSERT_TRUE(commit.is_ok());
-  ASSERT_TRUE(v->commit_weights(*commit).is_ok());
-  // A reveal that does not match (other values, same salt) is refused by the chain's own hash check.
+  auto committed = v->commit_weights(*commit);
+  ASSERT_TRUE(committed.is_ok());
+  const std::uint64_t epoch = v->subnet_epoch(1, committed->receipt.block_number).value();
+  // Too early: the commit's own epoch.
+  EXPECT_THAT(v->reveal_weights(*commit).status().message(), HasSubstr("RevealTooEarly"));
+  ASSERT_TRUE(local->mine_to_next_epoch().is_ok());
+  EXPECT_EQ(v->subnet_epoch(1, std::nullopt).value(), epoch + 1);
+  // A reveal that does not match (other values, same salt) hashes to no commit.
   WeightsCommit forged = *commit;
   forged.values = {20, 10};
-  EXPECT_THAT(v->reveal_weights(forged).status().message(), HasSubstr("does not match"));
+  EXPECT_THAT(v->reveal_weights(forged).status().message(), HasSubstr("NoWeightsCommitFound"));
   auto revealed = v->reveal_weights(*commit);
   ASSERT_TRUE(revealed.is_ok()) << revealed.status();
   auto [uids, values, posts] = weights_of(*v, 0);

@@ -1,5 +1,6 @@
 #include "crucible/chain/substrate.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace crucible::chain::substrate {
@@ -82,9 +83,27 @@ Bytes raw(std::string_view s) {
 TEST(Substrate, DecodesCommitmentRawFields) {
   Bytes hash_field(33, 0x77);
   hash_field[0] = 130;  // BlakeTwo256
-  auto text = decode_commitment(registration({raw("s3://bucket/"), Bytes{0}, hash_field, raw("prefix")}));
+  auto text = decode_commitment(registration({raw("s3://bucket/"), hash_field, raw("prefix")}));
   ASSERT_TRUE(text.is_ok()) << text.status();
   EXPECT_EQ(*text, "s3://bucket/prefix");
+}
+
+// types.rs at opentensor/subtensor 14bc6f9: 134 TimelockEncrypted { Vec<u8>,
+// u64 }, 135 ResetBondsFlag, 136 BigRaw (Vec<u8> <= 512).
+TEST(Substrate, DecodesTheNewerFieldTypes) {
+  Bytes big = {136};
+  append(big, compact(300));
+  big.resize(big.size() + 300, 'b');
+  Bytes timelocked = {134};
+  append(timelocked, compact(5));
+  for (int i = 0; i < 5 + 8; ++i) timelocked.push_back(0x42);  // ciphertext, then reveal_round
+  auto text = decode_commitment(registration({timelocked, Bytes{135}, big}));
+  ASSERT_TRUE(text.is_ok()) << text.status();
+  EXPECT_EQ(*text, std::string(300, 'b'));  // the ciphertext is not text yet; the flag carries none
+  Bytes too_big = {136};
+  append(too_big, compact(513));
+  too_big.resize(too_big.size() + 513, 'b');
+  EXPECT_EQ(decode_commitment(registration({too_big})).status().code(), StatusCode::kDataLoss);
 }
 
 TEST(Substrate, RejectsMalformedCommitments) {
@@ -95,7 +114,44 @@ TEST(Substrate, RejectsMalformedCommitments) {
   Bytes trailing = registration({raw("a")});
   trailing.push_back(0);
   EXPECT_EQ(decode_commitment(trailing).status().code(), StatusCode::kDataLoss);
-  EXPECT_EQ(decode_commitment(registration({Bytes{200}})).status().code(), StatusCode::kUnimplemented);
+  EXPECT_EQ(decode_commitment(registration({Bytes{137}})).status().code(), StatusCode::kDataLoss);
+  // MaxFields is 3.
+  EXPECT_EQ(decode_commitment(registration({raw("a"), raw("b"), raw("c"), raw("d")})).status().code(),
+            StatusCode::kDataLoss);
+}
+
+// The call Proxy.proxy dispatches: Commitments (18) set_commitment (0),
+// netuid u16le, compact(fields), Raw fields of <= 128 bytes. And the
+// pallet's value decodes back to the same text.
+TEST(Substrate, SetCommitmentCallBytes) {
+  auto call = set_commitment_call(2, "abc");
+  ASSERT_TRUE(call.is_ok());
+  EXPECT_EQ(to_hex(*call),
+            "0x1200020004"
+            "04616263");
+  const std::string text(300, 'z');
+  call = set_commitment_call(513, text);
+  ASSERT_TRUE(call.is_ok());
+  ASSERT_EQ(call->size(), 5u + 3 + 300);
+  EXPECT_EQ((*call)[4], 3u << 2);
+  EXPECT_EQ((*call)[5], 129u);                          // Raw of 128 bytes
+  EXPECT_EQ((*call)[5 + 129 + 129], 44 + 1);            // Raw of the last 44
+  Bytes stored = {0, 0, 0, 0, 0, 0, 0, 0, 7, 0, 0, 0};  // deposit, block
+  stored.insert(stored.end(), call->begin() + 4, call->end());
+  EXPECT_EQ(decode_commitment(stored).value(), text);
+  EXPECT_THAT(set_commitment_call(1, std::string(385, 'a')).status().message(),
+              ::testing::HasSubstr("at most 3 fields of 128 bytes"));
+  EXPECT_EQ(set_commitment_call(1, "").status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Substrate, SubtensorStorageKeysAndValues) {
+  // twox128("SubtensorModule") is the first prefix StorageQuery authorises (precompiles/src/storage_query.rs).
+  EXPECT_EQ(to_hex(subtensor_storage_key("Tempo", 1)),
+            "0x658faa385070e074c85bf6b568cf05557641384bb339f3758acddfd7053d33170100");
+  EXPECT_EQ(subtensor_storage_key("StakeThreshold").size(), 32u);
+  EXPECT_EQ(decode_storage_uint(Bytes{0x68, 0x01}, 2, 0).value(), 360u);
+  EXPECT_EQ(decode_storage_uint(Bytes{}, 2, 360).value(), 360u);  // absent: the item's default
+  EXPECT_EQ(decode_storage_uint(Bytes{1, 2, 3}, 2, 0).status().code(), StatusCode::kDataLoss);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@ class FakeChain::View final : public chain::Chain {
     std::lock_guard lock(c_.mu_);
     chain::SubnetParams p;
     p.commit_reveal = c_.commit_reveal_;
+    p.tempo = c_.tempo_;
     return p;
   }
   Result<chain::SentTx> set_weights(std::uint16_t, const std::vector<std::uint16_t>& uids,
@@ -43,18 +44,28 @@ class FakeChain::View final : public chain::Chain {
     touch_locked(tx.receipt.block_number);
     return tx;
   }
+  Result<std::uint64_t> subnet_epoch(std::uint16_t, std::optional<std::uint64_t> at_block) override {
+    std::lock_guard lock(c_.mu_);
+    return c_.epoch_locked(at_block.value_or(c_.blocks_.size() - 1));
+  }
   Result<chain::SentTx> commit_weights(const chain::WeightsCommit& commit) override {
     std::lock_guard lock(c_.mu_);
-    c_.commits_.push_back(commit);
     auto tx = c_.tx_locked();
+    c_.commits_.push_back(commit);
+    c_.commit_epochs_.push_back(c_.epoch_locked(tx.receipt.block_number));
     touch_locked(tx.receipt.block_number);
     return tx;
   }
   Result<chain::SentTx> reveal_weights(const chain::WeightsCommit& commit) override {
     std::lock_guard lock(c_.mu_);
-    bool found = false;
-    for (const auto& c : c_.commits_) found = found || c.hash == commit.hash;
-    if (!found) return failed_precondition("no such commit");
+    std::optional<std::uint64_t> epoch;
+    for (std::size_t i = 0; i < c_.commits_.size(); ++i)
+      if (c_.commits_[i].hash == commit.hash) epoch = c_.commit_epochs_[i];
+    if (!epoch) return failed_precondition("dispatch execution failed: NoWeightsCommitFound");
+    // The transaction would land in the next block.
+    if (c_.epoch_locked(c_.blocks_.size()) != *epoch + 1) {
+      return failed_precondition("dispatch execution failed: RevealTooEarly");
+    }
     auto tx = c_.tx_locked();
     c_.posts_.push_back({hotkey_, commit.uids, commit.values, tx.receipt.block_number, true});
     touch_locked(tx.receipt.block_number);
@@ -140,6 +151,13 @@ std::uint64_t FakeChain::head() const {
   std::lock_guard lock(mu_);
   return blocks_.size() - 1;
 }
+
+void FakeChain::set_tempo(std::uint64_t tempo) {
+  std::lock_guard lock(mu_);
+  tempo_ = tempo;
+}
+
+std::uint64_t FakeChain::epoch_locked(std::uint64_t block) const { return tempo_ == 0 ? 0 : block / tempo_; }
 
 void FakeChain::set_commit_reveal(bool on) {
   std::lock_guard lock(mu_);

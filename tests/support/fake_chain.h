@@ -40,6 +40,9 @@ class FakeChain {
   void mine(std::uint64_t n = 1, std::optional<std::uint64_t> timestamp = std::nullopt);
   std::uint64_t head() const;
   void set_commit_reveal(bool on);
+  // Blocks per subnet epoch (epoch = block / tempo), and a reveal is taken
+  // only in the epoch after its commit's, as subtensor takes it.
+  void set_tempo(std::uint64_t tempo);
   // A commitment as a peer could set it (anything at all).
   void set_commitment_of(std::uint16_t uid, std::string data);
 
@@ -57,6 +60,7 @@ class FakeChain {
     std::uint64_t timestamp = 0;
   };
   chain::SentTx tx_locked();
+  std::uint64_t epoch_locked(std::uint64_t block) const;
 
   mutable std::mutex mu_;
   std::uint16_t netuid_;
@@ -66,7 +70,9 @@ class FakeChain {
   std::map<std::uint16_t, std::string> commitments_;
   std::vector<WeightsPost> posts_;
   std::vector<chain::WeightsCommit> commits_;
+  std::vector<std::uint64_t> commit_epochs_;  // of commits_
   bool commit_reveal_ = false;
+  std::uint64_t tempo_ = 10;
   std::uint64_t txs_ = 0;
 };
 

@@ -8,10 +8,16 @@
 #include <csignal>
 #include <regex>
 
+#include <unistd.h>
 #include "crucible/chain/abi.h"
 #include "crucible/chain/eth.h"
 #include "crucible/chain/local_chain.h"
+
+#include <fmt/format.h>
+
+#include "crucible/chain/evm_chain.h"
 #include "support/process.h"
+#include "support/scripted_http.h"
 #include "support/temp_dir.h"
 
 namespace crucible {
@@ -50,14 +56,13 @@ TEST(ChainUp, ServesTheStandInsAndStopsOnCtrlC) {
   chain::RpcClient rpc(o);
   chain::EthClient eth(rpc);
   EXPECT_EQ(eth.chain_id().value(), chain::kLocalChainId);
-  // The subnet exists (getUidCount reverts on an unknown one) and is empty.
+  // The subnet exists and is empty; another netuid does not (its version key reverts).
   auto call = chain::abi::encode_call("getUidCount(uint16)", {chain::abi::Value::uint(3)}).value();
   auto count = eth.call(chain::Address::from_low_u64(0x802), call);
   ASSERT_TRUE(count.is_ok()) << count.status();
   EXPECT_EQ(to_hex(*count, false), std::string(64, '0'));
-  auto unknown = chain::abi::encode_call("getUidCount(uint16)", {chain::abi::Value::uint(4)}).value();
-  EXPECT_THAT(eth.call(chain::Address::from_low_u64(0x802), unknown).status().message(),
-              HasSubstr("subnet does not exist"));
+  auto unknown = chain::abi::encode_call("getWeightsVersionKey(uint16)", {chain::abi::Value::uint(4)}).value();
+  EXPECT_THAT(eth.call(chain::Address::from_low_u64(0x803), unknown).status().message(), HasSubstr("SubnetNotExists"));
 
   up.signal(SIGINT);
   EXPECT_EQ(up.wait(10'000), 0);
@@ -92,7 +97,7 @@ TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
   auto again = testing::run_process(
       {testing::bin("crucible"), "chain", "register", "--key", ks, "--set", "chain.rpc_url=" + url}, pw);
   EXPECT_EQ(again.exit_code, 1);
-  EXPECT_THAT(again.err, HasSubstr("already registered"));
+  EXPECT_THAT(again.err, HasSubstr("HotKeyAlreadyRegisteredInSubNet"));
 
   auto mg = testing::run_process({testing::bin("crucible"), "chain", "metagraph", "--set", "chain.rpc_url=" + url});
   EXPECT_EQ(mg.exit_code, 0) << mg.err;
@@ -197,6 +202,116 @@ TEST(ChainUp, MissingAnvilIsAClearError) {
       {testing::bin("crucible"), "chain", "up", "--anvil", "/nonexistent/anvil", "--dir", dir.path().string()});
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_THAT(r.err, HasSubstr("anvil not found at '/nonexistent/anvil'"));
+}
+
+// `crucible chain preflight` against the local chain, in good and bad
+// states, each failure with what to do.
+TEST(ChainUp, PreflightChecksGoodAndBadStates) {
+  testing::TempDir dir;
+  auto [up, url] = chain_up(dir);
+  ASSERT_FALSE(url.empty());
+  std::string key = dir.write("k.hex", "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
+  chmod(key.c_str(), 0600);
+  const std::string ks = (dir.path() / "ks.json").string();
+  std::map<std::string, std::string> pw = {{"CRUCIBLE_WALLET_PASSWORD", "pw"}};
+  ASSERT_EQ(testing::run_process({testing::bin("crucible"), "wallet", "import", "--private-key-file", key, "--out", ks,
+                                  "--scrypt-n", "1024"},
+                                 pw)
+                .exit_code,
+            0);
+  std::filesystem::create_directories(dir.path() / "store/v1");
+  const std::string config = dir.write("node.toml", fmt::format(R"(
+[chain]
+rpc_url = "{}"
+chain_id = 31337
+[storage]
+url = "file://{}"
+peer_file_urls = true
+)",
+                                                                url, (dir.path() / "store").string()));
+  auto crucible = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), testing::bin("crucible"));
+    return testing::run_process(args, pw);
+  };
+  auto preflight = [&](std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"chain", "preflight", "--config", config, "--key", ks};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return crucible(args);
+  };
+
+  auto unregistered = preflight();
+  EXPECT_EQ(unregistered.exit_code, 1);
+  EXPECT_THAT(unregistered.out, HasSubstr("[ok]   chain id               31337 (the local chain (anvil))"));
+  EXPECT_THAT(unregistered.out, HasSubstr("[FAIL] registration"));
+  EXPECT_THAT(unregistered.out, HasSubstr("what to do: crucible chain register --key"));
+
+  ASSERT_EQ(crucible({"chain", "register", "--key", ks, "--config", config}).exit_code, 0);
+  auto no_proxy = preflight();
+  EXPECT_EQ(no_proxy.exit_code, 1);
+  EXPECT_THAT(no_proxy.out, HasSubstr("[ok]   registration           uid 0"));
+  EXPECT_THAT(no_proxy.out, HasSubstr("[FAIL] commitment proxy"));
+  EXPECT_THAT(no_proxy.out, ::testing::ContainsRegex("\\[warn\\] commitment +none yet"));
+  EXPECT_THAT(no_proxy.out, HasSubstr("[warn] validator permit"));
+
+  auto proxy = crucible({"chain", "proxy", "--key", ks, "--config", config});
+  ASSERT_EQ(proxy.exit_code, 0) << proxy.err;
+  EXPECT_THAT(proxy.out, HasSubstr("as a NonTransfer proxy of"));
+  auto commit = crucible({"chain", "commit", "--key", ks, "--config", config});
+  ASSERT_EQ(commit.exit_code, 0) << commit.out << commit.err;
+  auto stake = crucible({"chain", "stake", "--uid", "0", "--amount", "10", "--permit", "--config", config});
+  ASSERT_EQ(stake.exit_code, 0) << stake.out << stake.err;
+  auto good = preflight();
+  EXPECT_EQ(good.exit_code, 0) << good.out;
+  EXPECT_THAT(good.out, HasSubstr("[ok]   commitment proxy"));
+  EXPECT_THAT(good.out, HasSubstr("[ok]   store                  reachable"));
+  EXPECT_THAT(good.out, HasSubstr("[ok]   validator permit       yes"));
+  EXPECT_THAT(good.out, HasSubstr("preflight passed"));
+
+  // A stake threshold above the stake: a warning naming the chain's error.
+  ASSERT_EQ(crucible({"chain", "set", "stake_threshold", "100000000000", "--config", config}).exit_code, 0);
+  EXPECT_THAT(preflight().out, HasSubstr("below the threshold"));
+
+  // The proxy removed: a failure, and how to put it back.
+  ASSERT_EQ(crucible({"chain", "proxy", "--remove", "--key", ks, "--config", config}).exit_code, 0);
+  auto removed = preflight();
+  EXPECT_EQ(removed.exit_code, 1);
+  EXPECT_THAT(removed.out, HasSubstr("[FAIL] commitment proxy"));
+  EXPECT_THAT(removed.out, HasSubstr("what to do: crucible chain proxy --key"));
+
+  // A commitment that is not a store location (any hotkey can write any text).
+  {
+    chain::EvmChainOptions o;
+    o.rpc.url = url;
+    auto raw = chain::PrivateKey::from_bytes(
+        from_hex("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d").value());
+    auto c = chain::EvmChain::connect(o, *raw);
+    ASSERT_TRUE(c.is_ok());
+    ASSERT_TRUE((*c)->set_commitment(1, "{not a location").is_ok());
+  }
+  auto garbage = preflight();
+  EXPECT_EQ(garbage.exit_code, 1);
+  EXPECT_THAT(garbage.out, ::testing::ContainsRegex("\\[FAIL\\] commitment +not a store location"));
+  EXPECT_THAT(garbage.out, HasSubstr("[ok]   commitment proxy"));  // set_commitment put the proxy back
+
+  // A subnet that does not exist; an endpoint that is not Bittensor (a bare anvil).
+  auto other = crucible({"chain", "preflight", "--config", config, "--uid", "0", "--set", "chain.netuid=9"});
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_THAT(other.out, HasSubstr("netuid 9 does not exist"));
+  const std::uint16_t port = [] {
+    std::uint16_t p = 0;
+    close(testing::listen_loopback(p));
+    return p;
+  }();
+  testing::Child bare({std::string(CRUCIBLE_SOURCE_DIR) + "/tools/node_modules/.bin/anvil", "--port",
+                       std::to_string(port), "--chain-id", "945"});
+  bare.read_until("Listening on", 10'000);
+  auto not_bittensor = crucible({"chain", "preflight", "--config", config, "--uid", "0", "--set",
+                                 fmt::format("chain.rpc_url=http://127.0.0.1:{}", port)});
+  EXPECT_EQ(not_bittensor.exit_code, 1);
+  EXPECT_THAT(not_bittensor.out,
+              HasSubstr("[FAIL] chain id               945 (Bittensor testnet), but the config expects 31337"));
+  EXPECT_THAT(not_bittensor.out, HasSubstr("[FAIL] precompiles"));
+  EXPECT_THAT(not_bittensor.out, HasSubstr("not a Bittensor EVM"));
 }
 
 }  // namespace

@@ -736,11 +736,66 @@ TEST_F(ValidatorInProcess, CommitRevealResendsTheLoggedCommitAfterACrash) {
   ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
   ASSERT_EQ(fake_.commits().size(), 1u);
   EXPECT_EQ(fake_.commits()[0].hash, first_hash);
-  // The next epoch reveals it, then commits its own.
-  ASSERT_TRUE(maybe_post_weights(1, st, cx).is_ok());
+  // Windows in the commit's own subnet epoch do not reveal it (the chain
+  // would say RevealTooEarly); the first window of the next epoch does.
+  // (Window 0 again: its epoch's post is done, so only reveals run.)
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  EXPECT_TRUE(fake_.weights().empty());
+  fake_.mine(10);  // tempo 10: the next epoch
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
   ASSERT_EQ(fake_.weights().size(), 1u);
   EXPECT_TRUE(fake_.weights()[0].revealed);
+  auto revealed =
+      weights_entry_from_json(nlohmann::json::parse(**p->db->get(storage::Family::kWeightsLog, epoch_key(0))));
+  EXPECT_EQ(revealed->phase, WeightsPhase::kConfirmed);
+  // The next post commits its own.
+  ASSERT_TRUE(maybe_post_weights(1, st, cx).is_ok());
   EXPECT_EQ(fake_.commits().size(), 2u);
+}
+
+// A commit whose reveal epoch passed (the validator was down through it)
+// is marked expired, not revealed, and not retried.
+TEST_F(ValidatorInProcess, ACommitPastItsRevealEpochIsExpired) {
+  fake_.set_commit_reveal(true);
+  auto p = parts(fake_.as(validator_key_));
+  WindowContext cx = context(*p);
+  ValidatorState st;
+  st.scores[5].final_score = 0.5;
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  ASSERT_EQ(fake_.commits().size(), 1u);
+  fake_.mine(25);  // two epochs later
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  EXPECT_TRUE(fake_.weights().empty());
+  auto logged =
+      weights_entry_from_json(nlohmann::json::parse(**p->db->get(storage::Family::kWeightsLog, epoch_key(0))));
+  EXPECT_EQ(logged->phase, WeightsPhase::kExpired);
+  ASSERT_TRUE(logged->error.has_value());
+}
+
+// The subnet's weight rules are applied before posting (weights.rs check_length, max_weight_limited).
+TEST(FitWeights, PadsToMinAllowedAndCapsTheLargestShare) {
+  chain::SubnetParams sp;
+  sp.min_allowed_weights = 4;
+  auto fitted = fit_weights_to_subnet({3}, {65535}, 6, sp);
+  ASSERT_TRUE(fitted.is_ok());
+  EXPECT_EQ(fitted->first, (std::vector<std::uint16_t>{0, 1, 2, 3}));
+  EXPECT_EQ(fitted->second, (std::vector<std::uint16_t>{0, 0, 0, 65535}));
+  sp.min_allowed_weights = 10;  // more than there are uids: all of them
+  EXPECT_EQ(fit_weights_to_subnet({3}, {1}, 6, sp)->first.size(), 6u);
+
+  sp.min_allowed_weights = 1;
+  sp.max_weight_limit = 26214;  // 40 %
+  fitted = fit_weights_to_subnet({1, 2, 3}, {60000, 3000, 2535}, 4, sp);
+  ASSERT_TRUE(fitted.is_ok()) << fitted.status();
+  std::uint64_t sum = 0, top = 0;
+  for (auto v : fitted->second) {
+    sum += v;
+    top = std::max<std::uint64_t>(top, v);
+  }
+  EXPECT_LE(top * 65535, 26214ull * sum);           // the chain's own integer check
+  EXPECT_GT(fitted->second[1], fitted->second[2]);  // order kept below the cap
+  // Two uids cannot each stay under 40 %.
+  EXPECT_EQ(fit_weights_to_subnet({1, 2}, {1, 1}, 4, sp).status().code(), StatusCode::kFailedPrecondition);
 }
 
 TEST_F(ValidatorInProcess, NodeRunsWindowsAndRestoresAfterARestart) {

@@ -23,6 +23,9 @@ struct ChainUpArgs {
   std::string anvil;
   std::string dir = ".crucible/chain";
   std::string state;
+  std::uint64_t tempo = 10;
+  bool commit_reveal = false;
+  std::uint64_t rate_limit = 0;
 };
 
 int chain_up(const ChainUpArgs& args) {
@@ -41,6 +44,9 @@ int chain_up(const ChainUpArgs& args) {
   o.block_time_s = args.block_time_s;
   o.netuid = args.netuid;
   o.state_file = args.state;
+  o.tempo = args.tempo;
+  o.commit_reveal = args.commit_reveal;
+  o.rate_limit = args.rate_limit;
   auto chain = chain::LocalChain::start(o);
   if (!chain.is_ok()) {
     fmt::print(stderr, "crucible chain up: {}\n", chain.status().message());
@@ -53,8 +59,10 @@ int chain_up(const ChainUpArgs& args) {
   }
   fmt::print("  rpc_url   {}\n", (*chain)->url());
   fmt::print("  chain_id  {}\n", (*chain)->chain_id());
-  fmt::print("  netuid    {} (stand-in precompiles at 0x802, 0x803, 0x804; commitments at 0x...c0c0)\n",
-             (*chain)->netuid());
+  fmt::print(
+      "  netuid    {} (tempo {}; stand-in precompiles at 0x802, 0x803, 0x804, 0x807, 0x80b; "
+      "commitments read at 0x...c0c0)\n",
+      (*chain)->netuid(), o.tempo);
   fmt::print("  dev accounts (public test keys, funded; keys in {}/anvil-accounts.json):\n", o.work_dir);
   for (std::size_t i = 0; i < (*chain)->dev_keys().size(); ++i) {
     fmt::print("    [{}] {}{}\n", i, (*chain)->dev_keys()[i].address().checksum(), i == 0 ? "  (stand-in admin)" : "");
@@ -98,8 +106,12 @@ void add_chain_commands(CLI::App& app, int& exit_code, char** envp) {
   up->add_option("--state", args->state,
                  "Keep the chain in this file: loaded at start if it exists, saved every 5 s and on Ctrl-C "
                  "(without it the chain forgets everything when it stops)");
+  up->add_option("--tempo", args->tempo, "Blocks per subnet epoch")->capture_default_str()->check(CLI::Range(1, 65535));
+  up->add_flag("--commit-reveal", args->commit_reveal, "Turn commit-reveal weights on (subtensor's default)");
+  up->add_option("--rate-limit", args->rate_limit, "Blocks between a uid's weight posts")->capture_default_str();
   up->callback([args, &exit_code] { exit_code = chain_up(*args); });
   add_chain_ops_commands(*group, exit_code, envp);
+  add_preflight_command(*group, exit_code, envp);
 }
 
 }  // namespace crucible::cli

@@ -2,6 +2,22 @@
 // posts its weights. Each post is logged (WeightsLogEntry) before it is
 // sent and after, so a restart never posts an epoch twice: a pending post
 // found on chain is confirmed, a commit is re-sent with its own salt.
+//
+// The chain's rules (opentensor/subtensor 14bc6f9,
+// pallets/subtensor/src/subnets/weights.rs and guards/check_weights.rs) are
+// applied before anything is sent, so no fee is spent on a refusal:
+//   - stake below StakeThreshold: NotEnoughStakeToSetWeights; said, not sent;
+//   - fewer than WeightsSetRateLimit blocks since LastUpdate (set at
+//     registration, each post and each commit): SettingWeightsTooFast /
+//     CommittingWeightsTooFast; this epoch's post waits for the next;
+//   - min allowed weights and max weight limit: fit_weights_to_subnet;
+//   - commit-reveal: a commit made in subnet epoch e is revealed only in
+//     epoch e + RevealPeriodEpochs (RevealTooEarly before; after it the
+//     commit is lost), so reveals are checked every window, by epoch.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/retry.h"
@@ -56,12 +72,13 @@ void record_sent(WeightsLogEntry& e, const Result<chain::SentTx>& sent, WeightsP
   log::info(fmt::format("{} weights", what), {{"epoch", e.epoch}, {"tx", to_hex(sent->receipt.tx_hash)}});
 }
 
-// Commit-reveal subnets: each epoch reveals the earlier epochs' commits,
-// then commits this one. The commit (with its salt) is logged before it is
-// sent, so a restart re-sends the same commit rather than a new one.
-Status commit_reveal(std::uint64_t epoch, std::uint64_t w, const chain::SubnetParams& sp, const ValidatorState& st,
-                     WindowContext& cx) {
+bool says(const Status& st, std::string_view error) { return st.message().find(error) != std::string::npos; }
+
+// Reveals every logged commit whose reveal epoch is the current one; a
+// commit whose epoch passed is marked expired (the chain would refuse it).
+Status reveal_due(WindowContext& cx) {
   CRUCIBLE_ASSIGN_OR_RETURN(auto rows, cx.db.scan(storage::Family::kWeightsLog, "epoch/"));
+  std::optional<std::uint64_t> current;
   for (const auto& [k, v] : rows) {
     auto parsed = weights_entry_from_json(nlohmann::json::parse(v.begin(), v.end(), nullptr, false));
     if (!parsed.is_ok()) {
@@ -69,8 +86,33 @@ Status commit_reveal(std::uint64_t epoch, std::uint64_t w, const chain::SubnetPa
       continue;
     }
     WeightsLogEntry e = std::move(*parsed);
-    if (e.epoch >= epoch || e.phase != WeightsPhase::kCommitted) continue;
+    if (e.phase != WeightsPhase::kCommitted) continue;
+    if (!current) {
+      auto epoch =
+          retry_transient("subnet epoch", cx.stop, [&] { return cx.chain().subnet_epoch(cx.o.chain.netuid, {}); });
+      if (!epoch.is_ok()) return epoch.status();
+      current = *epoch;
+    }
+    // A commit logged without its epoch (an older log) is tried once.
+    const std::uint64_t due = e.reveal_epoch.value_or(*current);
+    if (*current < due) continue;
+    if (*current > due) {
+      e.phase = WeightsPhase::kExpired;
+      e.error = fmt::format("the reveal epoch {} passed (now {}) before the reveal", due, *current);
+      count("expired");
+      log::error("weights commit expired unrevealed", {{"epoch", e.epoch}, {"reveal_epoch", due}});
+      CRUCIBLE_RETURN_IF_ERROR(put_log(e, cx.db));
+      continue;
+    }
     auto sent = cx.chain().reveal_weights(*e.commit);
+    if (!sent.is_ok() && (says(sent.status(), "RevealTooEarly") || sent.status().is_transient())) {
+      // Refused by gas estimation (no fee spent) or not known to have
+      // landed: the next window tries again while the epoch lasts.
+      count("reveal_retry");
+      log::info("reveal not taken yet; retried next window",
+                {{"epoch", e.epoch}, {"reveal_epoch", due}, {"error", sent.status().to_string()}});
+      continue;
+    }
     record_sent(e, sent, WeightsPhase::kConfirmed, "revealed");
     if (sent.is_ok()) {
       e.tx = to_hex(sent->receipt.tx_hash);
@@ -79,13 +121,19 @@ Status commit_reveal(std::uint64_t epoch, std::uint64_t w, const chain::SubnetPa
     }
     CRUCIBLE_RETURN_IF_ERROR(put_log(e, cx.db));
   }
-  CRUCIBLE_ASSIGN_OR_RETURN(auto logged, read_log(epoch, cx.db));
-  if (logged && logged->phase != WeightsPhase::kCommitting) return Status::ok();
+  return Status::ok();
+}
+
+// Commits this epoch's weights. The commit (with its salt) is logged before
+// it is sent, so a restart re-sends the same commit rather than a new one.
+Status commit(std::uint64_t epoch, std::uint64_t w, const chain::SubnetParams& sp,
+              std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> weights,
+              std::optional<WeightsLogEntry> logged, WindowContext& cx) {
   WeightsLogEntry entry;
   if (logged) {
     entry = std::move(*logged);
   } else {
-    auto [uids, values] = weights_to_post(st, cx);
+    auto [uids, values] = std::move(weights);
     CRUCIBLE_ASSIGN_OR_RETURN(chain::WeightsCommit c,
                               cx.chain().make_commit(cx.o.chain.netuid, uids, values, sp.version_key));
     entry.epoch = epoch;
@@ -101,36 +149,32 @@ Status commit_reveal(std::uint64_t epoch, std::uint64_t w, const chain::SubnetPa
   if (sent.is_ok()) {
     entry.commit_tx = to_hex(sent->receipt.tx_hash);
     count("committed");
+    // The commit belongs to the epoch the chain was in at its block.
+    auto at = cx.chain().subnet_epoch(cx.o.chain.netuid, sent->receipt.block_number);
+    if (!at.is_ok()) at = cx.chain().subnet_epoch(cx.o.chain.netuid, {});
+    if (at.is_ok()) entry.reveal_epoch = *at + sp.reveal_period;
+    log::info("weights reveal scheduled",
+              {{"epoch", epoch}, {"reveal_epoch", entry.reveal_epoch ? *entry.reveal_epoch : 0}, {"tempo", sp.tempo}});
+    const std::uint64_t window_blocks = cx.o.protocol.blocks_per_window;
+    if (sp.tempo > 0 && window_blocks > sp.tempo) {
+      log::warn("windows are longer than the subnet's epochs: a reveal may miss its epoch",
+                {{"blocks_per_window", window_blocks}, {"tempo", sp.tempo}});
+    }
   }
   return put_log(entry, cx.db);
 }
 
-Status set_weights(std::uint64_t epoch, std::uint64_t w, const chain::SubnetParams& sp, const ValidatorState& st,
+Status set_weights(std::uint64_t epoch, std::uint64_t w, const chain::SubnetParams& sp,
+                   std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> weights, std::uint64_t head,
                    WindowContext& cx) {
-  CRUCIBLE_ASSIGN_OR_RETURN(auto logged, read_log(epoch, cx.db));
-  auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
-  if (!mg.is_ok()) return mg.status();
-  if (logged) {
-    if (logged->phase == WeightsPhase::kConfirmed) return Status::ok();
-    // A post in flight at a crash: it landed if our uid's last update moved past it.
-    if (logged->phase == WeightsPhase::kPending && cx.uid < mg->neurons.size() &&
-        mg->neurons[cx.uid].last_update > logged->block_before.value_or(0)) {
-      logged->phase = WeightsPhase::kConfirmed;
-      logged->confirmed_after_restart = true;
-      log::info("weights post found on chain after a restart", {{"epoch", epoch}});
-      return put_log(*logged, cx.db);
-    }
-  }
-  auto [uids, values] = weights_to_post(st, cx);
-  auto head = retry_transient("block number", cx.stop, [&] { return cx.chain().block_number(); });
-  if (!head.is_ok()) return head.status();
+  auto [uids, values] = std::move(weights);
   WeightsLogEntry entry;
   entry.epoch = epoch;
   entry.window = w;
   entry.uids = uids;
   entry.values = values;
   entry.phase = WeightsPhase::kPending;
-  entry.block_before = *head;
+  entry.block_before = head;
   CRUCIBLE_RETURN_IF_ERROR(put_log(entry, cx.db));
   auto sent = cx.chain().set_weights(cx.o.chain.netuid, uids, values, sp.version_key);
   record_sent(entry, sent, WeightsPhase::kConfirmed, "posted");
@@ -145,15 +189,126 @@ Status set_weights(std::uint64_t epoch, std::uint64_t w, const chain::SubnetPara
   return put_log(entry, cx.db);
 }
 
+// Whether the chain would take a post from this validator now: said when not.
+bool may_post(const chain::Neuron& me, std::uint64_t head, const chain::SubnetParams& sp) {
+  if (me.stake < sp.stake_threshold) {
+    count("below_stake_threshold");
+    log::warn("stake below the subnet's threshold: the chain refuses weights (NotEnoughStakeToSetWeights); add stake",
+              {{"stake_rao", me.stake}, {"threshold_rao", sp.stake_threshold}});
+    return false;
+  }
+  // The post lands in a later block than the head.
+  const std::uint64_t since = head + 1 - std::min(head + 1, me.last_update);
+  if (me.last_update != 0 && since < sp.rate_limit) {
+    count("rate_limited");
+    log::warn("weights rate limit: this epoch's post waits for the next",
+              {{"blocks_since_last_update", since}, {"rate_limit", sp.rate_limit}});
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
+Result<std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>>> fit_weights_to_subnet(
+    std::vector<std::uint16_t> uids, std::vector<std::uint16_t> values, std::size_t n_uids,
+    const chain::SubnetParams& sp) {
+  if (uids.size() != values.size()) return invalid_argument("{} uids but {} weights", uids.size(), values.size());
+  std::map<std::uint16_t, double> w;
+  for (std::size_t i = 0; i < uids.size(); ++i) w[uids[i]] += values[i];
+  // Max weight limit: shares of the total above cap are capped, the excess
+  // spread over the uncapped in proportion (water filling).
+  const double total = std::accumulate(w.begin(), w.end(), 0.0, [](double a, const auto& kv) { return a + kv.second; });
+  if (sp.max_weight_limit < 65535 && total > 0) {
+    const double cap = static_cast<double>(sp.max_weight_limit) / 65535.0;
+    std::size_t positive = 0;
+    for (const auto& [u, v] : w) positive += v > 0;
+    if (static_cast<double>(positive) * cap < 1.0) {
+      return failed_precondition(
+          "the subnet's max weight limit ({}/65535 per uid) needs at least {} uids with weight; this post has {}",
+          sp.max_weight_limit, static_cast<std::size_t>(std::ceil(1.0 / cap)), positive);
+    }
+    for (auto& [u, v] : w) v /= total;
+    for (int round = 0; round < 64; ++round) {
+      double excess = 0, free = 0;
+      for (auto& [u, v] : w) {
+        if (v > cap) {
+          excess += v - cap;
+          v = cap;
+        } else if (v < cap) {
+          free += v;
+        }
+      }
+      if (excess <= 0 || free <= 0) break;
+      for (auto& [u, v] : w)
+        if (v < cap) v += excess * v / free;
+    }
+  }
+  // Min allowed weights: pad with zero weights on the lowest other uids.
+  const std::size_t need = std::min<std::size_t>(n_uids, sp.min_allowed_weights);
+  for (std::uint16_t u = 0; w.size() < need && u < n_uids; ++u) w.emplace(u, 0.0);
+  // Back to u16, the largest at 65535 (the chain max-upscales anyway), then
+  // rounding nudged down until the integer check the chain makes holds.
+  double max = 0;
+  for (const auto& [u, v] : w) max = std::max(max, v);
+  std::vector<std::uint16_t> out_uids, out_values;
+  for (const auto& [u, v] : w) {
+    out_uids.push_back(u);
+    out_values.push_back(max > 0 ? static_cast<std::uint16_t>(std::floor(v / max * 65535.0)) : 0);
+  }
+  if (sp.max_weight_limit < 65535) {
+    for (int round = 0; round < 1 << 16; ++round) {
+      std::uint64_t sum = 0, top = 0;
+      for (auto v : out_values) {
+        sum += v;
+        top = std::max<std::uint64_t>(top, v);
+      }
+      if (sum == 0 || top * 65535 <= static_cast<std::uint64_t>(sp.max_weight_limit) * sum) break;
+      for (auto& v : out_values)
+        if (v == top) --v;
+    }
+  }
+  return std::make_pair(std::move(out_uids), std::move(out_values));
+}
+
 Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx) {
+  auto sp = retry_transient("subnet params", cx.stop, [&] { return cx.chain().subnet_params(cx.o.chain.netuid); });
+  if (!sp.is_ok()) return sp.status();
+  if (sp->commit_reveal) CRUCIBLE_RETURN_IF_ERROR(reveal_due(cx));
   const std::uint32_t every = cx.o.validator.weights_every;
   if ((w + 1) % every != 0) return Status::ok();
   const std::uint64_t epoch = w / every;
-  auto sp = retry_transient("subnet params", cx.stop, [&] { return cx.chain().subnet_params(cx.o.chain.netuid); });
-  if (!sp.is_ok()) return sp.status();
-  return sp->commit_reveal ? commit_reveal(epoch, w, *sp, st, cx) : set_weights(epoch, w, *sp, st, cx);
+
+  CRUCIBLE_ASSIGN_OR_RETURN(auto logged, read_log(epoch, cx.db));
+  if (logged && logged->phase != WeightsPhase::kPending && logged->phase != WeightsPhase::kCommitting) {
+    return Status::ok();  // done (or failed) already
+  }
+  auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
+  if (!mg.is_ok()) return mg.status();
+  if (cx.uid >= mg->neurons.size()) return failed_precondition("uid {} is no longer in the metagraph", cx.uid);
+  const chain::Neuron& me = mg->neurons[cx.uid];
+  if (logged && logged->phase == WeightsPhase::kCommitting) return commit(epoch, w, *sp, {}, std::move(logged), cx);
+  if (logged && logged->phase == WeightsPhase::kPending) {
+    // A post in flight at a crash: it landed if our uid's last update moved past it.
+    if (me.last_update > logged->block_before.value_or(0)) {
+      logged->phase = WeightsPhase::kConfirmed;
+      logged->confirmed_after_restart = true;
+      log::info("weights post found on chain after a restart", {{"epoch", epoch}});
+      return put_log(*logged, cx.db);
+    }
+  }
+  auto head = retry_transient("block number", cx.stop, [&] { return cx.chain().block_number(); });
+  if (!head.is_ok()) return head.status();
+  if (!may_post(me, *head, *sp)) return Status::ok();
+  auto [uids, values] = weights_to_post(st, cx);
+  auto fitted = fit_weights_to_subnet(std::move(uids), std::move(values), mg->neurons.size(), *sp);
+  if (!fitted.is_ok()) {
+    count("refused_by_subnet_rules");
+    log::error("weights not posted", {{"epoch", epoch}, {"error", fitted.status().to_string()}});
+    return Status::ok();
+  }
+  return sp->commit_reveal ? commit(epoch, w, *sp, std::move(*fitted), std::nullopt, cx)
+                           : set_weights(epoch, w, *sp, std::move(*fitted), *head, cx);
 }
 
 }  // namespace crucible::validator

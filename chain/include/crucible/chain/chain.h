@@ -30,10 +30,17 @@ struct Metagraph {
   std::vector<Neuron> neurons;  // index = uid
 };
 
+// The subnet's hyperparameters that decide whether a weights post lands
+// (pallets/subtensor/src/subnets/weights.rs at opentensor/subtensor 14bc6f9).
 struct SubnetParams {
   bool commit_reveal = false;
-  std::uint64_t version_key = 0;
-  std::uint64_t rate_limit = 0;  // blocks between weight posts
+  std::uint64_t version_key = 0;           // posts need a key >= it (0: any key)
+  std::uint64_t rate_limit = 0;            // blocks between weight posts (and commits), from LastUpdate
+  std::uint64_t tempo = 0;                 // blocks per subnet epoch (0: no epochs)
+  std::uint64_t reveal_period = 1;         // RevealPeriodEpochs: a commit is revealed this many epochs later
+  std::uint16_t min_allowed_weights = 0;   // a post names at least min(n, this) uids
+  std::uint16_t max_weight_limit = 65535;  // the largest share of a post is at most this / 65535
+  std::uint64_t stake_threshold = 0;       // rao of stake needed to post (StakeThreshold)
 };
 
 // What a commit binds, kept until it is revealed.
@@ -61,6 +68,11 @@ class Chain {
 
   virtual Result<Metagraph> metagraph(std::uint16_t netuid) = 0;
   virtual Result<SubnetParams> subnet_params(std::uint16_t netuid) = 0;
+  // The subnet's epoch counter (SubnetEpochIndex) after block `at_block`
+  // (the latest block when none): a commit made in a block belongs to the
+  // epoch read at that block, and is revealed when the counter reaches it
+  // plus the reveal period.
+  virtual Result<std::uint64_t> subnet_epoch(std::uint16_t netuid, std::optional<std::uint64_t> at_block) = 0;
 
   // setWeights; failed_precondition (naming commit-reveal) when the subnet
   // requires commit + reveal.
@@ -74,8 +86,11 @@ class Chain {
 
   virtual Result<SentTx> register_neuron(std::uint16_t netuid, const Hash32& hotkey) = 0;
 
-  // A miner's published bucket location; none if it has not committed.
+  // A node's published store location (the Commitments pallet); none if
+  // it has not committed.
   virtual Result<std::optional<std::string>> commitment(std::uint16_t netuid, std::uint16_t uid) = 0;
+  // Publishes this node's text under its hotkey. On Bittensor only a
+  // Substrate origin can, so EvmChain goes through a proxy (docs/chain.md).
   virtual Result<SentTx> set_commitment(std::uint16_t netuid, const std::string& data) = 0;
 };
 

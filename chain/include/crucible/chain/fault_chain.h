@@ -28,6 +28,9 @@ class ChainWrapper : public Chain {
                              const std::vector<std::uint16_t>& values, std::uint64_t version_key) override {
     return inner_->set_weights(netuid, uids, values, version_key);
   }
+  Result<std::uint64_t> subnet_epoch(std::uint16_t netuid, std::optional<std::uint64_t> at_block) override {
+    return inner_->subnet_epoch(netuid, at_block);
+  }
   Result<SentTx> commit_weights(const WeightsCommit& commit) override { return inner_->commit_weights(commit); }
   Result<SentTx> reveal_weights(const WeightsCommit& commit) override { return inner_->reveal_weights(commit); }
   Result<WeightsCommit> make_commit(std::uint16_t netuid, std::vector<std::uint16_t> uids,

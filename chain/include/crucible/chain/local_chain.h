@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crucible/chain/keys.h"
@@ -31,9 +32,14 @@ struct LocalChainOptions {
   double block_time_s = 0;  // 0: a block per transaction (automine)
   std::uint16_t netuid = 1;
   std::uint16_t max_uids = 256;
+  // Hyperparameters (subtensor's defaults for a new subnet are commit-reveal
+  // on, tempo 360, rate limit 100; the local chain's make a network that
+  // runs in seconds, and tests choose theirs).
   bool commit_reveal = false;
   std::uint64_t version_key = 0;
   std::uint64_t rate_limit = 0;
+  std::uint64_t tempo = 10;        // subtensor's fast-blocks tempo (runtime/src/lib.rs INITIAL_SUBNET_TEMPO)
+  std::uint64_t burn = 1'000'000;  // rao burned by a registration (0.001 TAO)
   // anvil's state file: loaded at start when it exists (the stand-ins, the
   // subnet, registrations and balances come back, and blocks go on from the
   // saved head), written every few seconds and on stop. Empty: nothing is
@@ -58,8 +64,17 @@ class LocalChain {
   const std::vector<PrivateKey>& dev_keys() const noexcept { return dev_keys_; }
 
   // Admin calls on the stand-in state (anvil's first account signs them).
+  // A hyperparameter by name: tempo, commit_reveal, version_key, rate_limit,
+  // reveal_period, min_allowed_weights, max_weights_limit, max_validators,
+  // stake_threshold, burn, burn_increase_mille, registration_allowed.
+  Status set_hyperparameter(std::string_view name, std::uint64_t value);
   Status set_subnet_params(bool commit_reveal, std::uint64_t version_key, std::uint64_t rate_limit);
-  Status set_stake(std::uint16_t uid, std::uint64_t stake, bool validator_permit);
+  // The uid's hotkey stake (rao). Permits follow stake at each epoch (the
+  // top max_validators with stake); with `until_permit`, blocks are mined
+  // to the next epoch so the permit is in force when this returns.
+  Status set_stake(std::uint16_t uid, std::uint64_t stake, bool until_permit);
+  // Mines blocks until the subnet's next epoch begins.
+  Status mine_to_next_epoch();
   // The next registration replaces `uid` (subtensor's pruning of a full
   // subnet): the uid keeps its number and gets a new hotkey.
   Status prune_next(std::uint16_t uid);
@@ -88,7 +103,13 @@ class LocalChain {
 // admin), so on any other chain they fail with failed_precondition and
 // change nothing.
 Status local_fund(const std::string& rpc_url, const Address& to, const U256& wei);
+// With until_permit, blocks are mined to the next epoch, when permits follow stake.
 Status local_set_stake(const std::string& rpc_url, std::uint16_t netuid, std::uint16_t uid, std::uint64_t stake,
-                       bool validator_permit);
+                       bool until_permit);
+// Mines blocks until the subnet's next epoch (when permits follow stake).
+Status local_set_stake_epoch(const std::string& rpc_url, std::uint16_t netuid);
+// A subnet hyperparameter (LocalChain::set_hyperparameter's names).
+Status local_set_hyperparameter(const std::string& rpc_url, std::uint16_t netuid, std::string_view name,
+                                std::uint64_t value);
 
 }  // namespace crucible::chain

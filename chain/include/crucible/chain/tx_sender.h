@@ -41,7 +41,9 @@ class TxSender {
   // Estimates gas (unless given), signs with the next nonce, sends, and waits
   // for the receipt. A mined transaction that reverted is failed_precondition
   // with the reason; no receipt within the deadline is deadline_exceeded.
-  Result<SentTx> send(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit = std::nullopt);
+  // `value` (wei) moves with it.
+  Result<SentTx> send(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit = std::nullopt,
+                      const U256& value = U256());
 
   // Waits for any of `hashes` (versions of one nonce) to be mined, e.g. a
   // transaction found in flight after a restart.
@@ -51,6 +53,7 @@ class TxSender {
   struct Draft {
     Address to;
     Bytes data;
+    U256 value;
     std::uint64_t nonce = 0;
     std::uint64_t gas = 0;
     FeeEstimate fees;

@@ -1,8 +1,12 @@
 // Where a node's objects can be read by others: what it commits on the
-// chain (protocol.md §9). A small JSON object:
-//   {"v":1,"url":"s3://bucket/prefix?endpoint=...","read_key_id":"...","read_secret":"..."}
-// (the read pair may be empty: public buckets and file:// stores). Peers'
-// commitments are untrusted: size-capped, strictly parsed, URL validated.
+// chain (protocol.md §9). One line of space-separated fields:
+//   v2 s3://bucket/prefix?endpoint=... READ_KEY_ID READ_SECRET
+// (the read pair is left out for public buckets and file:// stores). It
+// must fit the Commitments pallet: three Raw fields of 128 bytes, 384 bytes
+// in all (chain/substrate.h). The JSON form of version 1
+//   {"v":1,"url":"...","read_key_id":"...","read_secret":"..."}
+// is still read. Peers' commitments are untrusted: size-capped, strictly
+// parsed, URL validated.
 #pragma once
 
 #include <sys/socket.h>
@@ -17,7 +21,7 @@
 
 namespace crucible::storage {
 
-inline constexpr std::size_t kMaxLocationBytes = 1024;
+inline constexpr std::size_t kMaxLocationBytes = 384;  // substrate::kMaxCommitmentText
 
 struct PeerLocation {
   std::string url;
@@ -27,6 +31,9 @@ struct PeerLocation {
 // This node's location, from its own [storage] section (its read pair).
 std::string encode_location(const StorageOptions& options);
 std::string encode_location(const PeerLocation& location);
+// This node's location, refused (invalid_argument naming the limit and the
+// parts' sizes) when it is longer than kMaxLocationBytes.
+Result<std::string> encode_location_checked(const StorageOptions& options);
 Result<PeerLocation> decode_location(std::string_view text);
 // What a node accepts from peers' locations.
 struct PeerPolicy {

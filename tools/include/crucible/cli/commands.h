@@ -16,6 +16,7 @@ void add_data_commands(CLI::App& app, int& exit_code);
 void add_scores_command(CLI::App& app, int& exit_code);
 void add_chain_commands(CLI::App& app, int& exit_code, char** envp);
 void add_chain_ops_commands(CLI::App& chain_group, int& exit_code, char** envp);
+void add_preflight_command(CLI::App& chain_group, int& exit_code, char** envp);
 void add_status_command(CLI::App& app, int& exit_code, char** envp);
 
 // The anvil binary: $CRUCIBLE_ANVIL, else the checkout's tools/node_modules/.bin/anvil.

@@ -91,7 +91,8 @@ Result<ProgressRecord> progress_from_json(const nlohmann::json& j);
 // A weights post as a small state machine:
 //   set_weights:    pending -> confirmed | failed
 //   commit-reveal:  committing -> committed -> confirmed (revealed) | failed
-enum class WeightsPhase { kPending, kCommitting, kCommitted, kConfirmed, kFailed };
+// kExpired: a commit whose reveal epoch passed before it could be revealed.
+enum class WeightsPhase { kPending, kCommitting, kCommitted, kConfirmed, kFailed, kExpired };
 std::string_view name(WeightsPhase p) noexcept;
 
 struct WeightsLogEntry {
@@ -103,6 +104,7 @@ struct WeightsLogEntry {
   std::optional<std::uint64_t> block_before;   // head before sending (set_weights)
   std::optional<chain::WeightsCommit> commit;  // commit-reveal: what was committed, with its salt
   std::optional<std::string> commit_tx;
+  std::optional<std::uint64_t> reveal_epoch;  // commit-reveal: the subnet epoch its reveal must land in
   std::optional<std::string> tx;
   std::optional<std::uint64_t> block;
   std::optional<std::string> error;

@@ -189,8 +189,21 @@ Status record_progress(const ProgressRecord& p, storage::StateStore& db);
 // After a restart: the last committed window's progress, if it was lost.
 Status complete_progress(std::uint64_t last, const ValidatorState& st, WindowContext& cx);
 
-// weights.cpp: every weights_every windows, logged so a restart never posts twice.
+// weights.cpp: every weights_every windows, logged so a restart never posts
+// twice; on commit-reveal subnets, every window also reveals the commits
+// whose reveal epoch has come.
 Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx);
+
+// The subnet's rules for a weights vector (subnets/weights.rs check_length
+// and max_weight_limited at opentensor/subtensor 14bc6f9), applied before
+// posting: at least min(n_uids, min_allowed_weights) uids (others are added
+// with weight 0), and no uid over max_weight_limit / 65535 of the total
+// (larger shares are capped and the excess spread over the rest). Sorted by
+// uid. failed_precondition when the cap cannot be met by the uids that have
+// weight.
+Result<std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>>> fit_weights_to_subnet(
+    std::vector<std::uint16_t> uids, std::vector<std::uint16_t> values, std::size_t n_uids,
+    const chain::SubnetParams& sp);
 
 // window.cpp: the steps in order; `observer` is what this validator saw of w's slot.
 Status process_window(std::uint64_t w, ValidatorState& st, const Observer& observer, WindowContext& cx);
