@@ -12,7 +12,8 @@ void bind_options(config::Schema& schema, ChainOptions& o) {
   schema.add_double("chain.receipt_timeout_s", &o.receipt_timeout_s, "How long to wait for a transaction to be mined.",
                     1, 3600);
   schema.add_string("chain.commitments", &o.commitments,
-                    "Where miners' bucket commitments are read: contract (local chain) or substrate (Bittensor).",
+                    "Where nodes' store commitments are read: contract (the local chain's stand-in) or substrate "
+                    "(Bittensor: Commitments.CommitmentOf over state_getStorage).",
                     {"contract", "substrate"});
 }
 

@@ -250,28 +250,99 @@ TEST_F(CrashTest, KilledAndRestartedValidatorScoresLikeAnUninterruptedOne) {
 namespace crucible {
 namespace {
 
+// Blocks per subnet epoch for the commit-reveal test: three windows, so a
+// reveal epoch always holds a window boundary for the validator to act in.
+constexpr std::uint64_t kTempo = 3 * e2e::kBlocksPerWindow;
+
 class CommitRevealTest : public NetworkBase {
  protected:
   void SetUp() override {
     start_network();
     ASSERT_TRUE(chain_->set_subnet_params(true, 0, 0).is_ok());
+    ASSERT_TRUE(chain_->set_hyperparameter("tempo", kTempo).is_ok());
+  }
+
+  std::vector<validator::WeightsLogEntry> weights_log() {
+    std::vector<validator::WeightsLogEntry> out;
+    for (const auto& [k, v] : dump((dir_.path() / "validator-state/db").string(), storage::Family::kWeightsLog)) {
+      auto e = validator::weights_entry_from_json(nlohmann::json::parse(v));
+      EXPECT_TRUE(e.is_ok()) << k;
+      if (e.is_ok()) out.push_back(*e);
+    }
+    return out;
   }
 };
 
-// On a commit-reveal subnet the validator commits each epoch's weights and
-// reveals them the next epoch; the chain then holds them.
-TEST_F(CommitRevealTest, WeightsAreCommittedThenRevealed) {
+// On a commit-reveal subnet with a short tempo the validator commits each
+// posting epoch's weights and reveals every commit in its reveal epoch;
+// stopped between a commit and its reveal, it reveals after the restart.
+// None is lost, and the chain holds as many posts as were revealed.
+TEST_F(CommitRevealTest, EveryCommitIsRevealedInItsEpochAcrossARestart) {
   auto reader = chain::EvmChain::connect(chain::to_evm_options(testing::chain_options(*chain_)), std::nullopt);
   ASSERT_TRUE(reader.is_ok());
-  auto lead = start_validator("validator", "max_windows = 4");
-  auto a = start_miner(0);
-  auto b = start_miner(1);
-  ASSERT_EQ(lead->wait(240'000), 0);
-  std::string log = lead->read_until("validator stopped", 5'000);
-  EXPECT_THAT(log, HasSubstr("committed weights"));
-  EXPECT_THAT(log, HasSubstr("revealed weights"));
-  EXPECT_THAT(log, ::testing::Not(HasSubstr("posted weights")));
-  EXPECT_GE(onchain_weights(**reader).posts, 1u);
+  auto a = start_miner(0, 12);
+  auto b = start_miner(1, 12);
+  {
+    auto lead = start_validator("validator", "max_windows = 4");
+    ASSERT_EQ(lead->wait(240'000), 0);
+    std::string log = lead->read_until("validator stopped", 5'000);
+    EXPECT_THAT(log, HasSubstr("committed weights"));
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("posted weights")));
+  }
+  // Its last commit is still waiting for its reveal epoch.
+  auto before = weights_log();
+  ASSERT_FALSE(before.empty());
+  EXPECT_EQ(before.back().phase, validator::WeightsPhase::kCommitted);
+  ASSERT_TRUE(before.back().reveal_epoch.has_value());
+  const std::uint64_t pending_reveal = *before.back().reveal_epoch;
+  {
+    auto lead = start_validator("validator", "max_windows = 6");
+    ASSERT_EQ(lead->wait(300'000), 0);
+    std::string log = lead->read_until("validator stopped", 5'000);
+    EXPECT_THAT(log, HasSubstr("revealed weights"));
+    EXPECT_THAT(log, ::testing::Not(HasSubstr("expired")));
+  }
+  const std::uint64_t now = (*reader)->subnet_epoch(chain_->netuid(), std::nullopt).value();
+  EXPECT_GT(now, pending_reveal);
+  std::size_t revealed = 0;
+  for (const auto& e : weights_log()) {
+    ASSERT_TRUE(e.reveal_epoch.has_value()) << e.epoch;
+    // Every commit whose reveal epoch has passed was revealed; one whose
+    // epoch is now or later may still wait.
+    if (*e.reveal_epoch < now) {
+      EXPECT_EQ(e.phase, validator::WeightsPhase::kConfirmed) << "epoch " << e.epoch;
+    }
+    EXPECT_TRUE(e.phase == validator::WeightsPhase::kConfirmed || e.phase == validator::WeightsPhase::kCommitted)
+        << "epoch " << e.epoch << ": " << validator::name(e.phase);
+    if (e.phase == validator::WeightsPhase::kConfirmed) {
+      // ...in its reveal epoch.
+      ASSERT_TRUE(e.block.has_value());
+      EXPECT_EQ((*reader)->subnet_epoch(chain_->netuid(), *e.block).value(), *e.reveal_epoch);
+      ++revealed;
+    }
+  }
+  EXPECT_GE(revealed, 3u);
+  EXPECT_EQ(onchain_weights(**reader).posts, revealed);
+}
+
+// A node whose store location does not fit the Commitments pallet (three
+// Raw fields of 128 bytes) stops at start, naming the limit.
+TEST_F(CommitRevealTest, ALocationTooBigForThePalletStopsTheNodeAtStart) {
+  const std::string long_dir = (dir_.path() / std::string(200, 'x') / std::string(200, 'y')).string();
+  std::string toml = dir_.write("long.toml", fmt::format(R"(
+[storage]
+url = "file://{}"
+[miner]
+data_dir = "{}"
+state_dir = "{}"
+)",
+                                                         long_dir, data_, (dir_.path() / "long-state").string()));
+  std::string key = testing::write_keystore(honest_keys_[0], dir_.path() / "long.key", "pw");
+  testing::Child miner(node_argv("crucible-miner", toml, key), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_NE(miner.wait(60'000), 0);
+  std::string out = miner.read_until("(never)", 1'000);
+  EXPECT_THAT(out, HasSubstr("a commitment on chain holds at most 384"));
+  EXPECT_THAT(out, HasSubstr("3 fields of 128 bytes"));
 }
 
 }  // namespace

@@ -753,6 +753,43 @@ TEST_F(ValidatorInProcess, CommitRevealResendsTheLoggedCommitAfterACrash) {
   EXPECT_EQ(fake_.commits().size(), 2u);
 }
 
+// A reveal the chain refuses as RevealTooEarly (an epoch boundary between
+// reading the epoch and landing) is kept and sent again the next window.
+class EarlyRevealChain final : public chain::ChainWrapper {
+ public:
+  using ChainWrapper::ChainWrapper;
+  int refusals = 1;
+  Result<chain::SentTx> reveal_weights(const chain::WeightsCommit& c) override {
+    if (refusals > 0) {
+      --refusals;
+      return failed_precondition("eth_estimateGas: execution reverted: dispatch execution failed: RevealTooEarly");
+    }
+    return inner().reveal_weights(c);
+  }
+};
+
+TEST_F(ValidatorInProcess, ARevealRefusedAsTooEarlyIsRetriedAndLands) {
+  fake_.set_commit_reveal(true);
+  auto early = std::make_shared<EarlyRevealChain>(fake_.as(validator_key_));
+  auto p = parts(early);
+  WindowContext cx = context(*p);
+  ValidatorState st;
+  st.scores[5].final_score = 0.5;
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  fake_.mine(10);  // the reveal epoch
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());
+  EXPECT_EQ(early->refusals, 0);  // it was tried...
+  EXPECT_TRUE(fake_.weights().empty());
+  auto logged =
+      weights_entry_from_json(nlohmann::json::parse(**p->db->get(storage::Family::kWeightsLog, epoch_key(0))));
+  EXPECT_EQ(logged->phase, WeightsPhase::kCommitted);  // ...and kept
+  ASSERT_TRUE(maybe_post_weights(0, st, cx).is_ok());  // the next window
+  ASSERT_EQ(fake_.weights().size(), 1u);
+  EXPECT_TRUE(fake_.weights()[0].revealed);
+  logged = weights_entry_from_json(nlohmann::json::parse(**p->db->get(storage::Family::kWeightsLog, epoch_key(0))));
+  EXPECT_EQ(logged->phase, WeightsPhase::kConfirmed);
+}
+
 // A commit whose reveal epoch passed (the validator was down through it)
 // is marked expired, not revealed, and not retried.
 TEST_F(ValidatorInProcess, ACommitPastItsRevealEpochIsExpired) {
