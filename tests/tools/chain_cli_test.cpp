@@ -41,6 +41,21 @@ std::pair<std::unique_ptr<testing::Child>, std::string> chain_up(const testing::
   return {std::move(up), m[1]};
 }
 
+// Dev account 1 of anvil's standard mnemonic.
+constexpr const char* kDevKey1 = "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d";
+
+// Dev account 1 as a keystore in dir (password "pw"), imported by the CLI; "" on failure.
+std::string import_dev_key(const testing::TempDir& dir) {
+  std::string key = dir.write("k.hex", kDevKey1);
+  chmod(key.c_str(), 0600);
+  const std::string ks = (dir.path() / "ks.json").string();
+  auto r = testing::run_process(
+      {testing::bin("crucible"), "wallet", "import", "--private-key-file", key, "--out", ks, "--scrypt-n", "1024"},
+      {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? ks : std::string();
+}
+
 TEST(ChainUp, ServesTheStandInsAndStopsOnCtrlC) {
   testing::TempDir dir;
   testing::Child up({testing::bin("crucible"), "chain", "up", "--port", "0", "--block-time", "0", "--netuid", "3",
@@ -75,16 +90,9 @@ TEST(ChainUp, RegisterAndMetagraphCommandsWorkAgainstIt) {
   testing::TempDir dir;
   auto [up, url] = chain_up(dir);
   ASSERT_FALSE(url.empty());
-  // Dev account 1 of anvil's standard mnemonic, as a keystore.
-  std::string key = dir.write("k.hex", "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
-  chmod(key.c_str(), 0600);
-  std::string ks = (dir.path() / "ks.json").string();
+  const std::string ks = import_dev_key(dir);
+  ASSERT_FALSE(ks.empty());
   std::map<std::string, std::string> pw = {{"CRUCIBLE_WALLET_PASSWORD", "pw"}};
-  ASSERT_EQ(testing::run_process({testing::bin("crucible"), "wallet", "import", "--private-key-file", key, "--out", ks,
-                                  "--scrypt-n", "1024"},
-                                 pw)
-                .exit_code,
-            0);
   auto mirror = testing::run_process({testing::bin("crucible"), "wallet", "address", "--mirror", ks});
   std::smatch ss;
   ASSERT_TRUE(std::regex_search(mirror.out, ss, std::regex("mirror ss58 +(5[1-9A-HJ-NP-Za-km-z]{47})"))) << mirror.out;
@@ -210,15 +218,9 @@ TEST(ChainUp, PreflightChecksGoodAndBadStates) {
   testing::TempDir dir;
   auto [up, url] = chain_up(dir);
   ASSERT_FALSE(url.empty());
-  std::string key = dir.write("k.hex", "0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d");
-  chmod(key.c_str(), 0600);
-  const std::string ks = (dir.path() / "ks.json").string();
+  const std::string ks = import_dev_key(dir);
+  ASSERT_FALSE(ks.empty());
   std::map<std::string, std::string> pw = {{"CRUCIBLE_WALLET_PASSWORD", "pw"}};
-  ASSERT_EQ(testing::run_process({testing::bin("crucible"), "wallet", "import", "--private-key-file", key, "--out", ks,
-                                  "--scrypt-n", "1024"},
-                                 pw)
-                .exit_code,
-            0);
   std::filesystem::create_directories(dir.path() / "store/v1");
   const std::string config = dir.write("node.toml", fmt::format(R"(
 [chain]
@@ -282,8 +284,7 @@ peer_file_urls = true
   {
     chain::EvmChainOptions o;
     o.rpc.url = url;
-    auto raw = chain::PrivateKey::from_bytes(
-        from_hex("0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d").value());
+    auto raw = chain::PrivateKey::from_bytes(from_hex(kDevKey1).value());
     auto c = chain::EvmChain::connect(o, *raw);
     ASSERT_TRUE(c.is_ok());
     ASSERT_TRUE((*c)->set_commitment(1, "{not a location").is_ok());
