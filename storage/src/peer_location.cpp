@@ -80,6 +80,16 @@ Result<PeerLocation> decode_location(std::string_view text) {
   }
   Result<PeerLocation> loc = text.starts_with("v2 ") ? decode_v2(text) : decode_v1(text);
   if (!loc.is_ok()) return loc;
+  // Either form: fields a v2 line can carry (no spaces or control
+  // characters), a key id and secret together or neither. So whatever is
+  // accepted encodes back to the same location.
+  if (!printable_token(loc->url)) return invalid_argument("store location: the url is empty or has spaces");
+  const bool has_id = !loc->read.access_key_id.empty();
+  const bool has_secret = !loc->read.secret_access_key.reveal().empty();
+  if (has_id != has_secret) return invalid_argument("store location: a read key id without its secret, or the reverse");
+  if (has_id && (!printable_token(loc->read.access_key_id) || !printable_token(loc->read.secret_access_key.reveal()))) {
+    return invalid_argument("store location: a read key with spaces or control characters");
+  }
   CRUCIBLE_RETURN_IF_ERROR(parse_store_url(loc->url).status().with_context("store location url"));
   return loc;
 }

@@ -293,8 +293,8 @@ TEST_F(CommitRevealTest, EveryCommitIsRevealedInItsEpochAcrossARestart) {
   auto before = weights_log();
   ASSERT_FALSE(before.empty());
   EXPECT_EQ(before.back().phase, validator::WeightsPhase::kCommitted);
-  ASSERT_TRUE(before.back().reveal_epoch.has_value());
-  const std::uint64_t pending_reveal = *before.back().reveal_epoch;
+  ASSERT_TRUE(before.back().commit_epoch.has_value());
+  const std::uint64_t pending_reveal = *before.back().commit_epoch + 1;  // reveal period 1
   {
     auto lead = start_validator("validator", "max_windows = 6");
     ASSERT_EQ(lead->wait(300'000), 0);
@@ -306,10 +306,11 @@ TEST_F(CommitRevealTest, EveryCommitIsRevealedInItsEpochAcrossARestart) {
   EXPECT_GT(now, pending_reveal);
   std::size_t revealed = 0;
   for (const auto& e : weights_log()) {
-    ASSERT_TRUE(e.reveal_epoch.has_value()) << e.epoch;
+    ASSERT_TRUE(e.commit_epoch.has_value()) << e.epoch;
+    const std::uint64_t reveal_epoch = *e.commit_epoch + 1;
     // Every commit whose reveal epoch has passed was revealed; one whose
     // epoch is now or later may still wait.
-    if (*e.reveal_epoch < now) {
+    if (reveal_epoch < now) {
       EXPECT_EQ(e.phase, validator::WeightsPhase::kConfirmed) << "epoch " << e.epoch;
     }
     EXPECT_TRUE(e.phase == validator::WeightsPhase::kConfirmed || e.phase == validator::WeightsPhase::kCommitted)
@@ -317,7 +318,7 @@ TEST_F(CommitRevealTest, EveryCommitIsRevealedInItsEpochAcrossARestart) {
     if (e.phase == validator::WeightsPhase::kConfirmed) {
       // ...in its reveal epoch.
       ASSERT_TRUE(e.block.has_value());
-      EXPECT_EQ((*reader)->subnet_epoch(chain_->netuid(), *e.block).value(), *e.reveal_epoch);
+      EXPECT_EQ((*reader)->subnet_epoch(chain_->netuid(), *e.block).value(), reveal_epoch);
       ++revealed;
     }
   }

@@ -22,6 +22,29 @@ TEST(PeerLocation, RoundTrips) {
   EXPECT_EQ(back->url, o.url);
   EXPECT_EQ(back->read.access_key_id, "rk");
   EXPECT_EQ(back->read.secret_access_key.reveal(), "rs");
+  EXPECT_EQ(encode_location(o), "v2 " + o.url + " rk rs");  // the compact form that goes on chain
+  // The version-1 JSON form is still read.
+  auto v1 = decode_location(R"({"v":1,"url":"file:///tmp/x","read_key_id":"a","read_secret":"b"})");
+  ASSERT_TRUE(v1.is_ok()) << v1.status();
+  EXPECT_EQ(v1->url, "file:///tmp/x");
+  EXPECT_EQ(v1->read.access_key_id, "a");
+}
+
+// What fits the Commitments pallet (3 Raw fields of 128 bytes) goes on
+// chain; a longer location is refused with the limit and the parts' sizes.
+TEST(PeerLocation, ALocationLongerThanTheCommitmentLimitIsRefusedByName) {
+  StorageOptions o;
+  o.url = "s3://" + std::string(300, 'b') + "/p?endpoint=https://s3.example.com";
+  o.read_access_key_id = std::string(32, 'k');
+  o.read_secret_access_key = std::string(64, 's');
+  auto text = encode_location_checked(o);
+  ASSERT_FALSE(text.is_ok());
+  EXPECT_NE(text.status().message().find("at most 384"), std::string::npos) << text.status();
+  EXPECT_NE(text.status().message().find("read secret 64"), std::string::npos) << text.status();
+  o.url = "s3://bucket/p?endpoint=https://" + std::string(32, 'a') + ".r2.cloudflarestorage.com&region=auto";
+  text = encode_location_checked(o);
+  ASSERT_TRUE(text.is_ok()) << text.status();
+  EXPECT_LE(text->size(), kMaxLocationBytes);
 }
 
 TEST(PeerLocation, RefusesMalformedCommitmentsWithoutThrowing) {
@@ -29,7 +52,11 @@ TEST(PeerLocation, RefusesMalformedCommitmentsWithoutThrowing) {
        {"", "null", "[]", "{", R"({"v":"1","url":"file:///tmp/x"})", R"({"v":[1],"url":"file:///tmp/x"})",
         R"({"v":2,"url":"file:///tmp/x"})", R"({"v":1})", R"({"v":1,"url":7})", R"({"v":1,"url":"ftp://x"})",
         R"({"v":1,"url":"file:///tmp/x","read_key_id":5})", R"({"v":1,"url":"file:///tmp/x","read_key_id":"a"})",
-        R"({"v":1,"url":"file:///tmp/x","read_key_id":"a","read_secret":{}})"}) {
+        R"({"v":1,"url":"file:///tmp/x","read_key_id":"a","read_secret":{}})",
+        // What a v2 line cannot carry is refused in either form, so an accepted location encodes back the same.
+        R"({"v":1,"url":"file:///tmp/x y"})", R"({"v":1,"url":"file:///tmp/x","read_key_id":"a b","read_secret":"c"})",
+        R"({"v":1,"url":"file:///tmp/x","read_key_id":"","read_secret":"c"})", "v2", "v2 ", "v2 file:///tmp/x k",
+        "v2 file:///tmp/x k s extra", "v2  file:///tmp/x", "v2 file:///tmp/\x01"}) {
     EXPECT_FALSE(decode_location(text).is_ok()) << text;
   }
   EXPECT_FALSE(decode_location(std::string(kMaxLocationBytes + 1, ' ')).is_ok());

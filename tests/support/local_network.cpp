@@ -41,6 +41,10 @@ std::uint16_t register_key(const chain::LocalChain& chain, const chain::PrivateK
   auto hotkey = chain::substrate::mirror_account(key.address());
   auto sent = (*c)->register_neuron(chain.netuid(), hotkey);
   EXPECT_TRUE(sent.is_ok()) << sent.status();
+  // As an operator runs `crucible chain proxy` after registering: the node
+  // then publishes its location with one transaction at start.
+  auto proxy = (*c)->ensure_commitment_proxy(chain::kCommitmentGasFundsWei);
+  EXPECT_TRUE(proxy.is_ok()) << proxy.status();
   auto mg = (*c)->metagraph(chain.netuid());
   for (const auto& n : mg->neurons)
     if (n.hotkey == hotkey) return n.uid;

@@ -76,11 +76,16 @@ TEST(WeightsLogEntry, RoundTripsEachPhaseAndRefusesHoles) {
   c.hash[0] = 0xAB;
   e.commit = c;
   e.commit_tx = "0x12";
+  e.commit_epoch = 41;
   auto j = to_json(e);
   EXPECT_EQ(j["status"], "committed");
   auto back = weights_entry_from_json(j);
   ASSERT_TRUE(back.is_ok()) << back.status();
   EXPECT_EQ(back->phase, WeightsPhase::kCommitted);
+  EXPECT_EQ(back->commit_epoch, std::optional<std::uint64_t>(41));
+  e.phase = WeightsPhase::kExpired;
+  EXPECT_EQ(to_json(e)["status"], "expired");
+  EXPECT_EQ(weights_entry_from_json(to_json(e))->phase, WeightsPhase::kExpired);
   ASSERT_TRUE(back->commit.has_value());
   EXPECT_EQ(back->commit->salt, c.salt);
   EXPECT_EQ(back->commit->hash, c.hash);

@@ -819,6 +819,12 @@ TEST(FitWeights, PadsToMinAllowedAndCapsTheLargestShare) {
   EXPECT_EQ(fitted->second, (std::vector<std::uint16_t>{0, 0, 0, 65535}));
   sp.min_allowed_weights = 10;  // more than there are uids: all of them
   EXPECT_EQ(fit_weights_to_subnet({3}, {1}, 6, sp)->first.size(), 6u);
+  // Within the limits the values go out as they are (a weight of 1 stays 1).
+  sp.min_allowed_weights = 1;
+  fitted = fit_weights_to_subnet({4, 2}, {1, 65535}, 6, sp);
+  ASSERT_TRUE(fitted.is_ok());
+  EXPECT_EQ(fitted->first, (std::vector<std::uint16_t>{2, 4}));
+  EXPECT_EQ(fitted->second, (std::vector<std::uint16_t>{65535, 1}));
 
   sp.min_allowed_weights = 1;
   sp.max_weight_limit = 26214;  // 40 %

@@ -226,6 +226,10 @@ int run_demo(const DemoArgs& a) {
     auto hotkey = chain::substrate::mirror_account(keys[i].address());
     if (auto sent = (*c)->register_neuron(chain_opts.netuid, hotkey); !sent.is_ok())
       return fail("register", sent.status());
+    // The commitment key (`crucible chain proxy`), so each node publishes its
+    // location with one transaction when it starts.
+    if (auto proxy = (*c)->ensure_commitment_proxy(chain::kCommitmentGasFundsWei); !proxy.is_ok())
+      return fail("commitment proxy", proxy.status());
     if (i > 1 && i <= static_cast<std::size_t>(a.miners) + 1) {
       uids.push_back(static_cast<std::uint16_t>(i - 1));  // the honest miners (the validator is uid 0)
     }

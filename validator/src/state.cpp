@@ -253,7 +253,7 @@ json to_json(const WeightsLogEntry& e) {
   if (e.block_before) j["block_before"] = *e.block_before;
   if (e.commit) j["commit"] = commit_json(*e.commit);
   if (e.commit_tx) j["commit_tx"] = *e.commit_tx;
-  if (e.reveal_epoch) j["reveal_epoch"] = *e.reveal_epoch;
+  if (e.commit_epoch) j["commit_epoch"] = *e.commit_epoch;
   if (e.tx) j["tx"] = *e.tx;
   if (e.block) j["block"] = *e.block;
   if (e.error) j["error"] = *e.error;
@@ -271,7 +271,7 @@ Result<WeightsLogEntry> weights_entry_from_json(const json& j) {
   const auto status = r.get<std::string>("status");
   e.block_before = r.opt<std::uint64_t>("block_before");
   e.commit_tx = r.opt<std::string>("commit_tx");
-  e.reveal_epoch = r.opt<std::uint64_t>("reveal_epoch");
+  e.commit_epoch = r.opt<std::uint64_t>("commit_epoch");
   e.tx = r.opt<std::string>("tx");
   e.block = r.opt<std::uint64_t>("block");
   e.error = r.opt<std::string>("error");

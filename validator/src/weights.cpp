@@ -76,7 +76,7 @@ bool says(const Status& st, std::string_view error) { return st.message().find(e
 
 // Reveals every logged commit whose reveal epoch is the current one; a
 // commit whose epoch passed is marked expired (the chain would refuse it).
-Status reveal_due(WindowContext& cx) {
+Status reveal_due(const chain::SubnetParams& sp, WindowContext& cx) {
   CRUCIBLE_ASSIGN_OR_RETURN(auto rows, cx.db.scan(storage::Family::kWeightsLog, "epoch/"));
   std::optional<std::uint64_t> current;
   for (const auto& [k, v] : rows) {
@@ -93,8 +93,9 @@ Status reveal_due(WindowContext& cx) {
       if (!epoch.is_ok()) return epoch.status();
       current = *epoch;
     }
-    // A commit logged without its epoch (an older log) is tried once.
-    const std::uint64_t due = e.reveal_epoch.value_or(*current);
+    // The reveal period as the chain reads it now (weights.rs
+    // is_reveal_block_range); a commit logged without its epoch is tried once.
+    const std::uint64_t due = e.commit_epoch ? *e.commit_epoch + sp.reveal_period : *current;
     if (*current < due) continue;
     if (*current > due) {
       e.phase = WeightsPhase::kExpired;
@@ -152,9 +153,11 @@ Status commit(std::uint64_t epoch, std::uint64_t w, const chain::SubnetParams& s
     // The commit belongs to the epoch the chain was in at its block.
     auto at = cx.chain().subnet_epoch(cx.o.chain.netuid, sent->receipt.block_number);
     if (!at.is_ok()) at = cx.chain().subnet_epoch(cx.o.chain.netuid, {});
-    if (at.is_ok()) entry.reveal_epoch = *at + sp.reveal_period;
+    if (at.is_ok()) entry.commit_epoch = *at;
     log::info("weights reveal scheduled",
-              {{"epoch", epoch}, {"reveal_epoch", entry.reveal_epoch ? *entry.reveal_epoch : 0}, {"tempo", sp.tempo}});
+              {{"epoch", epoch},
+               {"reveal_epoch", entry.commit_epoch ? *entry.commit_epoch + sp.reveal_period : 0},
+               {"tempo", sp.tempo}});
     const std::uint64_t window_blocks = cx.o.protocol.blocks_per_window;
     if (sp.tempo > 0 && window_blocks > sp.tempo) {
       log::warn("windows are longer than the subnet's epochs: a reveal may miss its epoch",
@@ -214,59 +217,66 @@ Result<std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>>> fit_we
     std::vector<std::uint16_t> uids, std::vector<std::uint16_t> values, std::size_t n_uids,
     const chain::SubnetParams& sp) {
   if (uids.size() != values.size()) return invalid_argument("{} uids but {} weights", uids.size(), values.size());
-  std::map<std::uint16_t, double> w;
+  std::map<std::uint16_t, std::uint64_t> w;
   for (std::size_t i = 0; i < uids.size(); ++i) w[uids[i]] += values[i];
-  // Max weight limit: shares of the total above cap are capped, the excess
-  // spread over the uncapped in proportion (water filling).
-  const double total = std::accumulate(w.begin(), w.end(), 0.0, [](double a, const auto& kv) { return a + kv.second; });
-  if (sp.max_weight_limit < 65535 && total > 0) {
+  // The chain's own check (check_vec_max_limited), in integers.
+  auto within_limit = [&](const auto& m) {
+    std::uint64_t sum = 0, top = 0;
+    for (const auto& [u, v] : m) {
+      sum += v;
+      top = std::max<std::uint64_t>(top, v);
+    }
+    return sum == 0 || top * 65535 <= static_cast<std::uint64_t>(sp.max_weight_limit) * sum;
+  };
+  if (!within_limit(w)) {
+    // Shares above the cap are capped and the excess spread over the
+    // uncapped in proportion (water filling), then back to u16 with the
+    // largest at 65535, nudged down until the integer check holds.
     const double cap = static_cast<double>(sp.max_weight_limit) / 65535.0;
     std::size_t positive = 0;
-    for (const auto& [u, v] : w) positive += v > 0;
+    double total = 0;
+    for (const auto& [u, v] : w) {
+      positive += v > 0;
+      total += static_cast<double>(v);
+    }
     if (static_cast<double>(positive) * cap < 1.0) {
       return failed_precondition(
           "the subnet's max weight limit ({}/65535 per uid) needs at least {} uids with weight; this post has {}",
           sp.max_weight_limit, static_cast<std::size_t>(std::ceil(1.0 / cap)), positive);
     }
-    for (auto& [u, v] : w) v /= total;
+    std::map<std::uint16_t, double> share;
+    for (const auto& [u, v] : w) share[u] = static_cast<double>(v) / total;
     for (int round = 0; round < 64; ++round) {
       double excess = 0, free = 0;
-      for (auto& [u, v] : w) {
-        if (v > cap) {
-          excess += v - cap;
-          v = cap;
-        } else if (v < cap) {
-          free += v;
+      for (auto& [u, x] : share) {
+        if (x > cap) {
+          excess += x - cap;
+          x = cap;
+        } else if (x < cap) {
+          free += x;
         }
       }
       if (excess <= 0 || free <= 0) break;
+      for (auto& [u, x] : share)
+        if (x < cap) x += excess * x / free;
+    }
+    double max = 0;
+    for (const auto& [u, x] : share) max = std::max(max, x);
+    for (auto& [u, v] : w) v = static_cast<std::uint64_t>(std::lround(share[u] / max * 65535.0));
+    for (int round = 0; round < 1 << 16 && !within_limit(w); ++round) {
+      std::uint64_t top = 0;
+      for (const auto& [u, v] : w) top = std::max(top, v);
       for (auto& [u, v] : w)
-        if (v < cap) v += excess * v / free;
+        if (v == top) --v;
     }
   }
-  // Min allowed weights: pad with zero weights on the lowest other uids.
+  // Min allowed weights: zero weights on the lowest other uids.
   const std::size_t need = std::min<std::size_t>(n_uids, sp.min_allowed_weights);
-  for (std::uint16_t u = 0; w.size() < need && u < n_uids; ++u) w.emplace(u, 0.0);
-  // Back to u16, the largest at 65535 (the chain max-upscales anyway), then
-  // rounding nudged down until the integer check the chain makes holds.
-  double max = 0;
-  for (const auto& [u, v] : w) max = std::max(max, v);
+  for (std::uint16_t u = 0; w.size() < need && u < n_uids; ++u) w.emplace(u, 0);
   std::vector<std::uint16_t> out_uids, out_values;
   for (const auto& [u, v] : w) {
     out_uids.push_back(u);
-    out_values.push_back(max > 0 ? static_cast<std::uint16_t>(std::floor(v / max * 65535.0)) : 0);
-  }
-  if (sp.max_weight_limit < 65535) {
-    for (int round = 0; round < 1 << 16; ++round) {
-      std::uint64_t sum = 0, top = 0;
-      for (auto v : out_values) {
-        sum += v;
-        top = std::max<std::uint64_t>(top, v);
-      }
-      if (sum == 0 || top * 65535 <= static_cast<std::uint64_t>(sp.max_weight_limit) * sum) break;
-      for (auto& v : out_values)
-        if (v == top) --v;
-    }
+    out_values.push_back(static_cast<std::uint16_t>(std::min<std::uint64_t>(v, 65535)));
   }
   return std::make_pair(std::move(out_uids), std::move(out_values));
 }
@@ -274,7 +284,7 @@ Result<std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>>> fit_we
 Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx) {
   auto sp = retry_transient("subnet params", cx.stop, [&] { return cx.chain().subnet_params(cx.o.chain.netuid); });
   if (!sp.is_ok()) return sp.status();
-  if (sp->commit_reveal) CRUCIBLE_RETURN_IF_ERROR(reveal_due(cx));
+  if (sp->commit_reveal) CRUCIBLE_RETURN_IF_ERROR(reveal_due(*sp, cx));
   const std::uint32_t every = cx.o.validator.weights_every;
   if ((w + 1) % every != 0) return Status::ok();
   const std::uint64_t epoch = w / every;

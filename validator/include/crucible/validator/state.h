@@ -104,7 +104,10 @@ struct WeightsLogEntry {
   std::optional<std::uint64_t> block_before;   // head before sending (set_weights)
   std::optional<chain::WeightsCommit> commit;  // commit-reveal: what was committed, with its salt
   std::optional<std::string> commit_tx;
-  std::optional<std::uint64_t> reveal_epoch;  // commit-reveal: the subnet epoch its reveal must land in
+  // commit-reveal: the subnet epoch the commit landed in; its reveal is due
+  // in this + the subnet's RevealPeriodEpochs (read when revealing, as
+  // subtensor reads it).
+  std::optional<std::uint64_t> commit_epoch;
   std::optional<std::string> tx;
   std::optional<std::uint64_t> block;
   std::optional<std::string> error;
