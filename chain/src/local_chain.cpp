@@ -245,12 +245,14 @@ Status mine_blocks(const std::string& url, std::uint64_t n) {
   return rpc.call("anvil_mine", json::array({U256(n).to_quantity()})).status();
 }
 
+Status mine_to_epoch(const std::string& url, std::uint16_t netuid) {
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t n, blocks_to_next_epoch(url, netuid));
+  return mine_blocks(url, n);
+}
+
 }  // namespace
 
-Status LocalChain::mine_to_next_epoch() {
-  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t n, blocks_to_next_epoch(url_, options_.netuid));
-  return mine_blocks(url_, n);
-}
+Status LocalChain::mine_to_next_epoch() { return mine_to_epoch(url_, options_.netuid); }
 
 Status LocalChain::set_stake(std::uint16_t uid, std::uint64_t stake, bool until_permit) {
   CRUCIBLE_ASSIGN_OR_RETURN(Bytes data,
@@ -360,18 +362,16 @@ Status local_set_stake(const std::string& rpc_url, std::uint16_t netuid, std::ui
                                                          {Value::uint(netuid), Value::uint(uid), Value::uint(stake)}));
   CRUCIBLE_RETURN_IF_ERROR(impersonated_admin_call(rpc_url, data, "setStake"));
   if (!until_permit) return Status::ok();
-  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t n, blocks_to_next_epoch(rpc_url, netuid));
-  return mine_blocks(rpc_url, n);
+  return mine_to_epoch(rpc_url, netuid);
 }
 
-Status local_set_stake_epoch(const std::string& rpc_url, std::uint16_t netuid) {
+Status local_mine_to_next_epoch(const std::string& rpc_url, std::uint16_t netuid) {
   // Refuse any node but anvil before mining: anvil_mine would fail anyway.
   RpcOptions o;
   o.url = rpc_url;
   RpcClient rpc(o);
   CRUCIBLE_RETURN_IF_ERROR(anvil_call(rpc, "anvil_nodeInfo", json::array()).status());
-  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t n, blocks_to_next_epoch(rpc_url, netuid));
-  return mine_blocks(rpc_url, n);
+  return mine_to_epoch(rpc_url, netuid);
 }
 
 Status local_set_hyperparameter(const std::string& rpc_url, std::uint16_t netuid, std::string_view name,

@@ -60,13 +60,7 @@ int metagraph(const OpsArgs& args, char** envp) {
   return kExitOk;
 }
 
-Result<chain::PrivateKey> open_key(const OpsArgs& args) {
-  CRUCIBLE_ASSIGN_OR_RETURN(std::string text, chain::read_secret_file(args.key_file));
-  CRUCIBLE_ASSIGN_OR_RETURN(Secret password, obtain_password(args.password_file, false));
-  auto key = chain::decrypt_keystore(text, password);
-  if (!key.is_ok()) return key.status().with_context(args.key_file);
-  return key;
-}
+Result<chain::PrivateKey> open_key(const OpsArgs& args) { return open_keystore(args.key_file, args.password_file); }
 
 int register_neuron(const OpsArgs& args, char** envp) {
   auto opts = chain_options(args, envp);
@@ -194,7 +188,7 @@ int stake(const OpsArgs& args, char** envp) {
         "the stake is among the subnet's top\n",
         args.stake, chain::substrate::ss58(hotkey), opts->netuid, to_hex(sent->receipt.tx_hash));
     if (!args.permit) return kExitOk;
-    if (Status st = chain::local_set_stake_epoch(opts->rpc_url, opts->netuid); !st.is_ok()) return fail("stake", st);
+    if (Status st = chain::local_mine_to_next_epoch(opts->rpc_url, opts->netuid); !st.is_ok()) return fail("stake", st);
     fmt::print("mined to the next epoch (local chain)\n");
     return kExitOk;
   }

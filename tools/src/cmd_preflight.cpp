@@ -62,13 +62,9 @@ std::string tao(std::uint64_t rao) { return fmt::format("{:.9f} TAO", static_cas
 // The node's key when its password comes without a prompt (--password-file
 // or CRUCIBLE_WALLET_PASSWORD): only then can the commitment key be derived.
 std::optional<chain::PrivateKey> key_without_prompt(const PreflightArgs& a) {
-  const char* env = std::getenv("CRUCIBLE_WALLET_PASSWORD");
+  const char* env = std::getenv(kPasswordEnv);
   if (a.password_file.empty() && (env == nullptr || *env == '\0')) return std::nullopt;
-  auto text = chain::read_secret_file(a.key_file);
-  if (!text.is_ok()) return std::nullopt;
-  auto password = obtain_password(a.password_file, false);
-  if (!password.is_ok()) return std::nullopt;
-  auto key = chain::decrypt_keystore(*text, *password);
+  auto key = open_keystore(a.key_file, a.password_file);
   if (!key.is_ok()) return std::nullopt;
   return std::move(*key);
 }

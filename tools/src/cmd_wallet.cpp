@@ -81,12 +81,8 @@ int cmd_address(const WalletArgs& args) {
 }
 
 int cmd_check(const WalletArgs& args) {
-  auto text = chain::read_secret_file(args.file);
-  if (!text.is_ok()) return fail(text.status());
-  auto password = obtain_password(args.password_file, /*confirm=*/false);
-  if (!password.is_ok()) return fail(password.status());
-  auto key = chain::decrypt_keystore(*text, *password);
-  if (!key.is_ok()) return fail(key.status().with_context(args.file));
+  auto key = open_keystore(args.file, args.password_file);
+  if (!key.is_ok()) return fail(key.status());
   fmt::print("{}\n", key->address().checksum());
   fmt::print(stderr, "{}: password ok\n", args.file);
   return kExitOk;

@@ -55,4 +55,12 @@ Result<Secret> obtain_password(const std::string& password_file, bool confirm) {
   return first;
 }
 
+Result<chain::PrivateKey> open_keystore(const std::string& key_file, const std::string& password_file) {
+  CRUCIBLE_ASSIGN_OR_RETURN(std::string text, chain::read_secret_file(key_file));
+  CRUCIBLE_ASSIGN_OR_RETURN(Secret password, obtain_password(password_file, false));
+  auto key = chain::decrypt_keystore(text, password);
+  if (!key.is_ok()) return key.status().with_context(key_file);
+  return key;
+}
+
 }  // namespace crucible::cli

@@ -76,23 +76,26 @@ bool says(const Status& st, std::string_view error) { return st.message().find(e
 
 // Reveals every logged commit whose reveal epoch is the current one; a
 // commit whose epoch passed is marked expired (the chain would refuse it).
-Status reveal_due(const chain::SubnetParams& sp, WindowContext& cx) {
-  CRUCIBLE_ASSIGN_OR_RETURN(auto rows, cx.db.scan(storage::Family::kWeightsLog, "epoch/"));
-  std::optional<std::uint64_t> current;
+// The logged commits not revealed yet (read from RocksDB: no chain call).
+Result<std::vector<WeightsLogEntry>> unrevealed(storage::StateStore& db) {
+  CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db.scan(storage::Family::kWeightsLog, "epoch/"));
+  std::vector<WeightsLogEntry> out;
   for (const auto& [k, v] : rows) {
     auto parsed = weights_entry_from_json(nlohmann::json::parse(v.begin(), v.end(), nullptr, false));
     if (!parsed.is_ok()) {
       log::warn("unreadable weights log entry skipped", {{"key", k}, {"error", parsed.status().to_string()}});
       continue;
     }
-    WeightsLogEntry e = std::move(*parsed);
-    if (e.phase != WeightsPhase::kCommitted) continue;
-    if (!current) {
-      auto epoch =
-          retry_transient("subnet epoch", cx.stop, [&] { return cx.chain().subnet_epoch(cx.o.chain.netuid, {}); });
-      if (!epoch.is_ok()) return epoch.status();
-      current = *epoch;
-    }
+    if (parsed->phase == WeightsPhase::kCommitted) out.push_back(std::move(*parsed));
+  }
+  return out;
+}
+
+Status reveal_due(std::vector<WeightsLogEntry> commits, const chain::SubnetParams& sp, WindowContext& cx) {
+  auto current =
+      retry_transient("subnet epoch", cx.stop, [&] { return cx.chain().subnet_epoch(cx.o.chain.netuid, {}); });
+  if (!current.is_ok()) return current.status();
+  for (WeightsLogEntry& e : commits) {
     // The reveal period as the chain reads it now (weights.rs
     // is_reveal_block_range); a commit logged without its epoch is tried once.
     const std::uint64_t due = e.commit_epoch ? *e.commit_epoch + sp.reveal_period : *current;
@@ -282,11 +285,15 @@ Result<std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>>> fit_we
 }
 
 Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx) {
+  const std::uint32_t every = cx.o.validator.weights_every;
+  const bool posting = (w + 1) % every == 0;
+  CRUCIBLE_ASSIGN_OR_RETURN(auto commits, unrevealed(cx.db));
+  // A window that neither posts nor has a commit to reveal asks the chain nothing.
+  if (!posting && commits.empty()) return Status::ok();
   auto sp = retry_transient("subnet params", cx.stop, [&] { return cx.chain().subnet_params(cx.o.chain.netuid); });
   if (!sp.is_ok()) return sp.status();
-  if (sp->commit_reveal) CRUCIBLE_RETURN_IF_ERROR(reveal_due(*sp, cx));
-  const std::uint32_t every = cx.o.validator.weights_every;
-  if ((w + 1) % every != 0) return Status::ok();
+  if (sp->commit_reveal && !commits.empty()) CRUCIBLE_RETURN_IF_ERROR(reveal_due(std::move(commits), *sp, cx));
+  if (!posting) return Status::ok();
   const std::uint64_t epoch = w / every;
 
   CRUCIBLE_ASSIGN_OR_RETURN(auto logged, read_log(epoch, cx.db));

@@ -107,7 +107,7 @@ Status local_fund(const std::string& rpc_url, const Address& to, const U256& wei
 Status local_set_stake(const std::string& rpc_url, std::uint16_t netuid, std::uint16_t uid, std::uint64_t stake,
                        bool until_permit);
 // Mines blocks until the subnet's next epoch (when permits follow stake).
-Status local_set_stake_epoch(const std::string& rpc_url, std::uint16_t netuid);
+Status local_mine_to_next_epoch(const std::string& rpc_url, std::uint16_t netuid);
 // A subnet hyperparameter (LocalChain::set_hyperparameter's names).
 Status local_set_hyperparameter(const std::string& rpc_url, std::uint16_t netuid, std::string_view name,
                                 std::uint64_t value);

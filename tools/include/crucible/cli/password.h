@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "crucible/chain/keys.h"
 #include "crucible/common/secret.h"
 #include "crucible/common/status.h"
 
@@ -14,5 +15,9 @@ inline constexpr const char* kPasswordEnv = "CRUCIBLE_WALLET_PASSWORD";
 // `confirm` asks twice on a terminal (for new keys). A password file must be
 // 0600 like a key; one trailing newline is stripped.
 Result<Secret> obtain_password(const std::string& password_file, bool confirm);
+
+// A keystore file opened with the password from obtain_password; errors
+// name the file.
+Result<chain::PrivateKey> open_keystore(const std::string& key_file, const std::string& password_file);
 
 }  // namespace crucible::cli
