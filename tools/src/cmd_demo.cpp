@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -128,10 +129,48 @@ int fail(const std::string& what, const Status& st) {
   return kExitFailure;
 }
 
+// The window a "window done window=N ..." log line is about (0 if none).
+std::uint64_t window_of_line(const std::string& line) {
+  const auto at = line.find("window=");
+  if (at == std::string::npos) return 0;
+  std::uint64_t w = 0;
+  const char* begin = line.data() + at + 7;
+  std::from_chars(begin, line.data() + line.size(), w);
+  return w;
+}
+
+// Waits until every miner has logged "miner ready" (registered, its store
+// location on chain, its model loaded), then answers the next window: the
+// first that each of them trains from its start.
+Result<std::uint64_t> wait_for_miners(std::vector<Proc>& procs, const fs::path& run,
+                                      const chain::ChainOptions& chain_opts, std::uint32_t blocks_per_window) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(180);
+  for (;;) {
+    bool all = true;
+    for (auto& p : procs) {
+      if (exited(p)) return unavailable("{} stopped early; its log:\n{}", p.name, read_text(p.log));
+      if (p.name.rfind("miner", 0) == 0 && read_text(p.log).find("miner ready") == std::string::npos) all = false;
+    }
+    if (all) break;
+    if (g_interrupted.load()) return aborted("interrupted");
+    if (std::chrono::steady_clock::now() > deadline) {
+      return deadline_exceeded("the miners were not ready within 180 s (logs in {})", (run / "logs").string());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+  auto reader = chain::EvmChain::connect(chain::to_evm_options(chain_opts), std::nullopt);
+  if (!reader.is_ok()) return reader.status();
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, (*reader)->block_number());
+  return head / blocks_per_window + 1;
+}
+
 // summary.json and progress.svg from the validator's API, and the run's
-// figures on the terminal.
-Status write_report(const std::string& api, const std::vector<std::uint16_t>& miners, const std::string& out) {
+// figures on the terminal. Windows before `first_window` (the network not
+// yet whole) are left out.
+Status write_report(const std::string& api, const std::vector<std::uint16_t>& miners, std::uint64_t first_window,
+                    const std::string& out) {
   CRUCIBLE_ASSIGN_OR_RETURN(DemoReport report, read_demo_report(api, miners));
+  std::erase_if(report.windows, [&](const DemoWindow& w) { return w.window < first_window; });
   CRUCIBLE_RETURN_IF_ERROR(write_demo_outputs(report, out));
   const DemoFigures f = demo_figures(report);
   std::string first = "-", last = "-";
@@ -349,13 +388,28 @@ progress = "off"
     adversaries.push_back(std::move(*adv));
   }
 
-  // 5. Watch the validator's windows.
+  // 5. Watch the validator's windows, from the first one every miner trains
+  // whole: a miner that starts late in a window (a loaded machine, the S3
+  // server) trains from the next, and the windows before are not the
+  // network's.
   fmt::print("[5/5] running (Ctrl-C stops)\n");
+  std::fflush(stdout);
   struct sigaction sa {};
   sa.sa_handler = on_demo_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  auto first_counted = wait_for_miners(procs, run, chain_opts, a.blocks_per_window);
+  if (!first_counted.is_ok()) {
+    adversaries.clear();
+    stop_all(procs);
+    if (g_interrupted.load()) {
+      fmt::print("demo: stopped (logs in {})\n", (run / "logs").string());
+      return kExitOk;
+    }
+    return fail("miners", first_counted.status());
+  }
+  fmt::print("      miners ready: counting windows from {}, the first each trains whole\n", *first_counted);
   int seen = 0;
   std::size_t printed = 0;
   const auto deadline = std::chrono::steady_clock::now() +
@@ -365,7 +419,7 @@ progress = "off"
   // --keep the network then runs on, its dashboard open, until Ctrl-C.
   auto report = [&]() {
     int rc = kExitOk;
-    if (Status st = write_report(api_url, uids, a.out); !st.is_ok()) {
+    if (Status st = write_report(api_url, uids, *first_counted, a.out); !st.is_ok()) {
       fmt::print(stderr, "demo: writing {}: {}\n", a.out, st.to_string());
       rc = kExitFailure;
     }
@@ -395,14 +449,16 @@ progress = "off"
     std::size_t at = 0;
     int count = 0;
     while ((at = log.find("window done", at)) != std::string::npos) {
-      ++count;
       auto end = log.find('\n', at);
+      const std::string line = log.substr(at, end - at);
+      at = end;
+      if (window_of_line(line) < *first_counted) continue;
+      ++count;
       if (count > static_cast<int>(printed)) {
-        fmt::print("  {}\n", log.substr(at, end - at));
+        fmt::print("  {}\n", line);
         std::fflush(stdout);  // a window at a time, also through a pipe
         ++printed;
       }
-      at = end;
     }
     seen = count;
     if (a.keep && !reported && seen >= a.windows) {
