@@ -20,7 +20,10 @@ constexpr std::string_view kRole[] = {"role"};
 constexpr std::string_view kVersionRole[] = {"version", "role"};
 constexpr std::string_view kResult[] = {"result"};
 constexpr std::string_view kReason[] = {"reason"};
+constexpr std::string_view kOp[] = {"op"};
+constexpr std::string_view kStep[] = {"step"};
 constexpr double kWindowBuckets[] = {0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200};
+constexpr double kStepBuckets[] = {0.001, 0.01, 0.05, 0.1, 0.5, 1, 2, 5, 10, 30, 60, 120};
 
 constexpr std::span<const std::string_view> none() { return std::span(kNoLabels).first(0); }
 
@@ -38,6 +41,13 @@ const std::array<Definition, static_cast<std::size_t>(Counter::kCount_)> kCounte
     {"crucible_uploads_rejected_total", "Uploads rejected, by reason.", Kind::kCounter, kReason, {}},
     {"crucible_evaluations_total", "Updates evaluated (Gauntlet losses).", Kind::kCounter, none(), {}},
     {"crucible_weight_posts_total", "Weight transactions, by result.", Kind::kCounter, kResult, {}},
+    {"crucible_store_requests_total",
+     "Object store calls made (each may retry inside), by operation.",
+     Kind::kCounter,
+     kOp,
+     {}},
+    {"crucible_store_bytes_read_total", "Object bytes read from stores.", Kind::kCounter, none(), {}},
+    {"crucible_observer_polls_total", "Commitment reads by the validator's observer.", Kind::kCounter, none(), {}},
 }};
 
 const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges = {{
@@ -75,6 +85,9 @@ const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges =
 const std::array<Definition, static_cast<std::size_t>(Histogram::kCount_)> kHistograms = {{
     {"crucible_window_duration_seconds", "Wall time of one window's work, in seconds.", Kind::kHistogram, kRole,
      kWindowBuckets},
+    {"crucible_validator_step_seconds",
+     "Wall time of one step of the validator's window (gather, copies, evaluate, ...), in seconds.", Kind::kHistogram,
+     kStep, kStepBuckets},
 }};
 
 void check_labels(const Definition& def, const Labels& labels) {

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "crucible/common/log.h"
+#include "crucible/common/metrics.h"
 
 namespace crucible::storage {
 namespace {
@@ -29,6 +30,7 @@ T with_retries(const RetryPolicy& policy, std::string_view what, std::string_vie
   const auto deadline = Clock::now() + policy.deadline;
   auto backoff = policy.backoff_initial;
   for (int n = 1;; ++n) {
+    metrics::global().add(metrics::Counter::kStoreRequests, 1, {{"op", std::string(what)}});
     T result = attempt();
     Status st = [&] {
       if constexpr (std::is_same_v<T, Status>) {
@@ -108,6 +110,7 @@ Result<Fetched> ObjectStore::get(std::string_view key, std::uint64_t max_bytes) 
     if (f.info.sha256 && sha256_of(f.data) != *f.info.sha256) {
       return data_loss("get {}: body does not match its recorded SHA-256 (corrupted in store or transit)", key);
     }
+    metrics::global().add(metrics::Counter::kStoreBytesRead, static_cast<double>(f.data.size()));
     return f;
   });
 }
@@ -117,6 +120,7 @@ Result<Bytes> ObjectStore::get_range(std::string_view key, std::uint64_t offset,
   return with_retries<Result<Bytes>>(policy_, "get_range", key, [&]() -> Result<Bytes> {
     CRUCIBLE_ASSIGN_OR_RETURN(Bytes b, do_get_range(key, offset, length));
     if (b.size() > length) return data_loss("get_range {}: {} bytes for a range of {}", key, b.size(), length);
+    metrics::global().add(metrics::Counter::kStoreBytesRead, static_cast<double>(b.size()));
     return b;
   });
 }

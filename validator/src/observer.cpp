@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "crucible/common/log.h"
+#include "crucible/common/metrics.h"
 #include "crucible/protocol/object_keys.h"
 
 namespace crucible::validator {
@@ -91,6 +92,7 @@ void Observer::poll_round() {
 
 void Observer::poll(const Key& key, const std::shared_ptr<storage::ObjectStore>& store) {
   const double start = clock_->unix_seconds();
+  metrics::global().add(metrics::Counter::kObserverPolls);
   auto got = store->get(protocol::keys::commitment(key.window), protocol::keys::kCommitmentBytes);
   const double end = clock_->unix_seconds();
   std::optional<chain::Hash32> shown;

@@ -2,7 +2,9 @@
 // sync, score, then (the lead) the set, then record, advance, weights.
 #include "crucible/validator/window.h"
 
+#include <chrono>
 #include <cmath>
+#include <string>
 
 #include <fmt/ranges.h>
 
@@ -24,22 +26,50 @@ void forget_previous_owners(const chain::Metagraph& mg, ValidatorState& st) {
   }
 }
 
+// Wall time of each step of a window: crucible_validator_step_seconds{step}
+// and the `steps` field of the "window done" line (bench/scale reads both).
+class StepClock {
+ public:
+  // The step that ended now, timed from the previous end.
+  void done(const char* step) {
+    const auto now = std::chrono::steady_clock::now();
+    const double s = std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+    metrics::global().observe(metrics::Histogram::kValidatorStepSeconds, s, {{"step", step}});
+    text_ += fmt::format("{}{}={:.3f}", text_.empty() ? "" : ",", step, s);
+  }
+  const std::string& text() const { return text_; }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+  std::string text_;
+};
+
 }  // namespace
 
 Status process_window(std::uint64_t w, ValidatorState& st, const Observer& observer, WindowContext& cx) {
   const auto t0 = std::chrono::steady_clock::now();
+  StepClock steps;
   auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
   if (!mg.is_ok()) return mg.status();
   forget_previous_owners(*mg, st);
+  steps.done("metagraph");
   CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads,
-                            gather(w, *mg, st.cooldown_until, observer, cx));                   // gather.cpp
-  mark_copies(uploads, st.history, {cx.o.validator.copy_overlap, cx.o.validator.copy_cosine});  // copies.cpp
-  CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));                        // evaluate.cpp
-  ev.input.steps_behind = sync(w, ev.input.evaluations, uploads, st.model, cx);                 // sync.cpp
-  score_window(st.scores, ev.input, cx.o.protocol.scoring);                                     // gauntlet.cpp
+                            gather(w, *mg, st.cooldown_until, observer, cx));  // gather.cpp
+  steps.done("gather");
+  const SameUpdate same{cx.o.validator.copy_overlap, cx.o.validator.copy_cosine,
+                        cx.private_seed ^ (w * kWindowSeedMixer), kOverlapBlocks};
+  mark_copies(uploads, st.history, same);  // copies.cpp
+  steps.done("copies");
+  CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));  // evaluate.cpp
+  steps.done("evaluate");
+  ev.input.steps_behind = sync(w, ev.input.evaluations, uploads, st.model, cx);  // sync.cpp
+  steps.done("sync");
+  score_window(st.scores, ev.input, cx.o.protocol.scoring);  // gauntlet.cpp
   // Records this window created belong to the hotkeys whose packets it
   // judged; unbound, the next owner of the uid would be taken for them.
   forget_previous_owners(*mg, st);
+  steps.done("score");
   std::optional<PublishedSet> set;  // aggregation.cpp: admission uses this window's evidence
   if (protocol::lead_validator(*mg) == cx.uid) {
     CRUCIBLE_ASSIGN_OR_RETURN(set, fix_aggregation_set(w, uploads, st, cx));
@@ -50,19 +80,25 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
     ev.summary.aggregate = set->set.uids;
     ev.summary.aggregate_prev = set->set.prev;
   }
+  steps.done("set");
   for (const auto& u : uploads) ev.summary.bytes_received += u.bytes;
   const auto results = window_results(uploads, ev.input, st.scores);
   CRUCIBLE_RETURN_IF_ERROR(record_window(w, results, ev.summary, st.scores, cx.db));  // record.cpp
-  CRUCIBLE_RETURN_IF_ERROR(advance_model(w, *mg, set, st, cx));                       // aggregation.cpp
+  steps.done("record");
+  CRUCIBLE_RETURN_IF_ERROR(advance_model(w, *mg, set, st, cx));  // aggregation.cpp
+  steps.done("merge");
   std::optional<Sketch> aggregate;
   if (st.model.window == w && !st.model.last_aggregate.empty()) aggregate = sketch_of(st.model.last_aggregate);
   CRUCIBLE_RETURN_IF_ERROR(
       remember(w, uploads, aggregate ? &*aggregate : nullptr, cx.o.validator.history_windows, st.history, cx.db));
+  steps.done("remember");
   CRUCIBLE_ASSIGN_OR_RETURN(ProgressRecord progress, measure_progress(w, ev.summary.bytes_received, st, cx));
   CRUCIBLE_RETURN_IF_ERROR(record_progress(progress, cx.db));
+  steps.done("progress");
   if (Status s = maybe_post_weights(w, st, cx); !s.is_ok()) {  // weights.cpp
     log::error("weights", {{"error", s.to_string()}});
   }
+  steps.done("weights");
   std::size_t valid = 0;
   for (const auto& u : uploads) valid += u.valid();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -74,7 +110,8 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
                             {"set", fmt::format("{}", fmt::join(progress.aggregate, ","))},
                             {"heldout_loss", progress.heldout_loss ? *progress.heldout_loss : std::nan("")},
                             {"bytes_received", progress.bytes_received},
-                            {"seconds", seconds}});
+                            {"seconds", seconds},
+                            {"steps", steps.text()}});
   metrics::global().set(metrics::Gauge::kWindow, static_cast<double>(w), {{"role", "validator"}});
   metrics::global().observe(metrics::Histogram::kWindowDurationSeconds, seconds, {{"role", "validator"}});
   return Status::ok();

@@ -26,6 +26,9 @@ enum class Counter : std::uint16_t {
   kUploadsRejected,    // crucible_uploads_rejected_total{reason} (validator; reason: protocol::Rejection names)
   kEvaluations,        // crucible_evaluations_total (validator: updates evaluated)
   kWeightPosts,        // crucible_weight_posts_total{result} (validator: confirmed, committed, revealed, failed)
+  kStoreRequests,      // crucible_store_requests_total{op} (head, get, get_range, put, list, remove: calls made)
+  kStoreBytesRead,     // crucible_store_bytes_read_total (object bytes read by get and get_range)
+  kObserverPolls,      // crucible_observer_polls_total (validator: commitment reads by the observer)
   kCount_,
 };
 
@@ -44,6 +47,7 @@ enum class Gauge : std::uint16_t {
 
 enum class Histogram : std::uint16_t {
   kWindowDurationSeconds,  // crucible_window_duration_seconds{role}
+  kValidatorStepSeconds,   // crucible_validator_step_seconds{step} (one step of a window, window.h's names)
   kCount_,
 };
 
