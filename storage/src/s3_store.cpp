@@ -222,7 +222,42 @@ Result<std::int64_t> parse_http_date(std::string_view text) {
   return static_cast<std::int64_t>(timegm(&tm)) * 1000 + ms;
 }
 
-S3Store::S3Store(S3Options options, RetryPolicy policy) : ObjectStore(policy), options_(std::move(options)) {}
+class S3Store::HandlePool {
+ public:
+  static constexpr std::size_t kMaxIdle = 16;  // >= the parallel ranges/parts of one transfer
+  ~HandlePool() {
+    for (CURL* c : idle_) curl_easy_cleanup(c);
+  }
+  CURL* take() {
+    {
+      std::lock_guard lk(mu_);
+      if (!idle_.empty()) {
+        CURL* c = idle_.back();
+        idle_.pop_back();
+        return c;
+      }
+    }
+    return curl_easy_init();
+  }
+  // curl_easy_reset drops every option but keeps the handle's live
+  // connections, DNS and TLS session caches.
+  void give(CURL* c) {
+    curl_easy_reset(c);
+    std::lock_guard lk(mu_);
+    if (idle_.size() < kMaxIdle) {
+      idle_.push_back(c);
+      return;
+    }
+    curl_easy_cleanup(c);
+  }
+
+ private:
+  std::mutex mu_;
+  std::vector<CURL*> idle_;
+};
+
+S3Store::S3Store(S3Options options, RetryPolicy policy)
+    : ObjectStore(policy), handles_(std::make_unique<HandlePool>()), options_(std::move(options)) {}
 S3Store::~S3Store() = default;
 
 Result<std::unique_ptr<S3Store>> S3Store::open(S3Options options, RetryPolicy policy) {
@@ -302,7 +337,7 @@ Result<S3Store::Response> S3Store::send(const Request& req) const {
   t.cap = req.max_body;
   t.upload = req.body;
   t.refuse_private = options_.refuse_private_addresses;
-  CURL* curl = curl_easy_init();
+  CURL* curl = handles_->take();
   if (curl == nullptr) {
     curl_slist_free_all(headers);
     return internal_error("curl_easy_init failed");
@@ -339,7 +374,7 @@ Result<S3Store::Response> S3Store::send(const Request& req) const {
   }
   CURLcode rc = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
-  curl_easy_cleanup(curl);
+  handles_->give(curl);
   curl_slist_free_all(headers);
 
   std::string what = fmt::format("s3 {} {}", req.method, req.path);

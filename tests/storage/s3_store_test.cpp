@@ -5,7 +5,10 @@
 #include "crucible/storage/store_url.h"
 
 #include <cstdlib>
+#include <fstream>
 #include <random>
+#include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <gmock/gmock.h>
@@ -84,6 +87,41 @@ Bytes pattern(std::size_t n) {
   std::mt19937_64 rng(99);
   for (auto& x : b) x = static_cast<std::uint8_t>(rng());
   return b;
+}
+
+// The local ports of this machine's TCP sockets to `port` of 127.0.0.1
+// (open or in TIME_WAIT: a connection closed by its client stays listed).
+std::set<std::string> sockets_to(std::uint16_t port) {
+  std::set<std::string> out;
+  std::ifstream in("/proc/net/tcp");
+  std::string line;
+  std::getline(in, line);  // header
+  const std::string remote = fmt::format("0100007F:{:04X}", port);
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string slot, local, rem;
+    f >> slot >> local >> rem;
+    if (rem == remote) out.insert(local);
+  }
+  return out;
+}
+
+// A store polled again and again (the observer reads every peer's
+// commitment each second) keeps its connection: requests reuse it rather
+// than open one each.
+TEST_F(S3Test, RequestsReuseTheStoresConnections) {
+  const auto port_at = endpoint().rfind(':');
+  ASSERT_NE(port_at, std::string::npos);
+  const auto port = static_cast<std::uint16_t>(std::stoi(endpoint().substr(port_at + 1)));
+  ASSERT_TRUE(store->put("polled", as_bytes(std::string("x"))).is_ok());
+  const auto before = sockets_to(port);
+  for (int i = 0; i < 20; ++i) {
+    ASSERT_TRUE(store->head("polled").is_ok());
+    ASSERT_TRUE(store->get("polled", 16).is_ok());
+  }
+  std::size_t opened = 0;
+  for (const auto& s : sockets_to(port)) opened += !before.count(s);
+  EXPECT_LE(opened, 2u) << "40 sequential requests opened " << opened << " connections";
 }
 
 TEST_F(S3Test, LargeObjectsGoThroughMultipartAndParallelRanges) {

@@ -63,6 +63,12 @@ class S3Store final : public ObjectStore {
   Result<Bytes> get_parallel(const std::string& path, std::uint64_t size);
   std::string object_path(std::string_view key) const;
 
+  // Idle libcurl handles: a request takes one and gives it back, so that
+  // requests to this store reuse open connections (and TLS sessions)
+  // rather than open one each; a peer polled every second costs one
+  // connection, not one per poll.
+  class HandlePool;
+  std::unique_ptr<HandlePool> handles_;
   S3Options options_;
   std::string scheme_host_;  // "http://127.0.0.1:7480"
   std::string host_;         // Host header value
