@@ -43,6 +43,27 @@ double exact_cosine(const std::vector<float>& a, const std::vector<float>& b) {
   return ab / std::sqrt(aa * bb);
 }
 
+// The validator clips by norms taken from the compressed form (no dense
+// decode for uids it does not evaluate): they are the decoded updates' norms.
+TEST(CompressedNorm, IsTheNormOfTheDecodedUpdate) {
+  for (std::uint32_t seed : {1u, 2u, 3u}) {
+    auto x = gaussian(seed, 0.01f * static_cast<float>(seed));
+    for (std::size_t i = 0; i < x.size(); i += 7) x[i] += 0.05f;  // a shifted mean: shift != 0
+    const auto u = compressed(x);
+    const auto d = dense(u);
+    double sq = 0;
+    for (float v : d) sq += double(v) * v;
+    EXPECT_NEAR(norm_of(u), std::sqrt(sq), 1e-9 * std::sqrt(sq)) << seed;
+    EXPECT_GT(norm_of(u), 0.0);
+  }
+  // Two tensors: the norm over both.
+  std::vector<kernels::CompressedTensor> two = compressed(gaussian(4));
+  two.push_back(compressed(gaussian(5))[0]);
+  const double a = norm_of({two[0]}), b = norm_of({two[1]});
+  EXPECT_NEAR(norm_of(two), std::sqrt(a * a + b * b), 1e-12 * (a + b));
+  EXPECT_EQ(norm_of({}), 0.0);
+}
+
 TEST(Sketch, EstimatesTheCosineOfTheDecodedUpdates) {
   const auto x = gaussian(1);
   for (float mix : {0.0f, 0.3f, 0.6f, 0.9f}) {

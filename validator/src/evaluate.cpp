@@ -67,13 +67,6 @@ double cosine(const model::TensorValues& a, const model::TensorValues& b) {
   return na > 0 && nb > 0 ? dot / std::sqrt(na * nb) : 0.0;
 }
 
-double norm_of(const model::TensorValues& d) {
-  double sq = 0;
-  for (const auto& t : d)
-    for (float v : t) sq += double(v) * v;
-  return std::sqrt(sq);
-}
-
 }  // namespace
 
 Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const ValidatorState& st, WindowContext& cx) {
@@ -95,19 +88,14 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
       choose_for_evaluation(valid, st.scores, cx.o.validator.eval_per_window, cx.o.validator.eval_newcomers, seed);
   // Clip to the median norm of the window's valid updates from admitted uids
   // (all valid updates while none is admitted): newcomers never decide it.
-  std::map<std::uint16_t, model::TensorValues> updates;
+  // Norms come from the compressed form; only an update under evaluation is
+  // decoded, one at a time (a dense update is the model's size).
   std::map<std::uint16_t, double> norms;
   std::map<std::uint16_t, Upload*> by_uid;
   for (auto& u : uploads) {
     if (!u.valid()) continue;
     by_uid[u.uid] = &u;
-    auto d = dense(u, cx);
-    if (!d.is_ok()) {
-      u.reject(Rejection::kEvaluationFailed, d.status().to_string());
-      continue;
-    }
-    norms[u.uid] = norm_of(*d);
-    if (std::find(chosen.begin(), chosen.end(), u.uid) != chosen.end()) updates[u.uid] = std::move(*d);
+    norms[u.uid] = norm_of(u.tensors);
   }
   std::vector<double> all_norms, admitted_norms;
   for (auto& [u, n] : norms) {
@@ -133,8 +121,15 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   if (gradient_check && !chosen.empty()) {
     CRUCIBLE_ASSIGN_OR_RETURN(rand_gradient, cx.replica.gradient(rand_tokens, n_rand));
   }
+  std::map<std::uint16_t, model::TensorValues> updates;  // the one under evaluation
   for (std::uint16_t who : chosen) {
-    if (!updates.count(who)) continue;  // failed to decode: rejected above
+    updates.clear();
+    if (auto d = dense(*by_uid.at(who), cx); d.is_ok()) {
+      updates[who] = std::move(*d);
+    } else {
+      by_uid.at(who)->reject(Rejection::kEvaluationFailed, d.status().to_string());
+      continue;
+    }
     CRUCIBLE_ASSIGN_OR_RETURN(auto own, own_tokens_of(who, w, cx.o.validator.eval_batches, cx));
     const auto n_own = samples_in(own, cx);
     CRUCIBLE_ASSIGN_OR_RETURN(auto before_own, cx.replica.sample_losses(own, n_own));

@@ -2,6 +2,7 @@
 #include "crucible/validator/similarity.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -49,6 +50,20 @@ Sketch sketch_of(const model::TensorValues& dense) {
     for (std::size_t e = 0; e < dense[t].size(); ++e)
       if (dense[t][e] != 0.0f) add(s.buckets, t, e, dense[t][e]);
   return s;
+}
+
+double norm_of(const std::vector<kernels::CompressedTensor>& update) {
+  double sq = 0;
+  for (const auto& t : update) {
+    std::array<std::uint64_t, 4> count{};
+    for (std::uint8_t c : t.codes) ++count[c & 3];
+    for (std::size_t b = 0; b < 4; ++b) {
+      const float value = t.quant.lookup[b] + t.quant.shift;  // what the decoder writes
+      const double v = value;
+      sq += static_cast<double>(count[b]) * v * v;
+    }
+  }
+  return std::sqrt(sq);
 }
 
 double cosine(const Sketch& a, const Sketch& b) {

@@ -34,6 +34,12 @@ Sketch sketch_of(const std::vector<kernels::CompressedTensor>& update);
 // Of dense tensors (an aggregate): their non-zero coordinates.
 Sketch sketch_of(const model::TensorValues& dense);
 
+// The L2 norm of a compressed update's dense form, from the compressed form
+// alone: decoding puts each kept value (dequantised) at its own index
+// (distinct within a block, checked when the packet was read) and zeros
+// elsewhere, so the dense norm is that of the kept values.
+double norm_of(const std::vector<kernels::CompressedTensor>& update);
+
 // Estimated cosine of the two updates, in [-1, 1]; 0 when either is empty or zero.
 double cosine(const Sketch& a, const Sketch& b);
 
