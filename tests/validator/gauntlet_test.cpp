@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <random>
 
 #include <nlohmann/json.hpp>
 
@@ -321,6 +322,59 @@ TEST(Gauntlet, ASwarmOfNewcomersTakesAtMostItsShareOfEvaluations) {
   EXPECT_EQ(choose_for_evaluation({100, 101}, {}, 20, 4, 7), (std::vector<std::uint16_t>{100, 101}));
 }
 
+// A full subnet (256 miners, every upload valid) and 20 evaluations per
+// window, through the real choice and the real scoring: every uid is
+// evaluated at least once every ceil(256/20) + 2 = 15 windows; a swarm of
+// 100 newcomers replacing uids mid-run (subtensor prunes and re-registers)
+// does not push any uid with a record past that; each newcomer is evaluated
+// within 15 windows of appearing; and between its evaluations a uid's final
+// score is what its record says (it does not decay for not being chosen).
+TEST(Gauntlet, AtScaleEveryUidIsEvaluatedWithinARoundAndKeepsItsScoreBetween) {
+  constexpr std::uint16_t kUids = 256;
+  constexpr std::size_t kPerWindow = 20, kNewcomers = 4;
+  constexpr std::uint64_t kBound = (kUids + kPerWindow - 1) / kPerWindow + 2;
+  ScoringParams p;
+  std::map<std::uint16_t, MinerScore> scores;
+  std::map<std::uint16_t, std::uint64_t> since;  // uid -> window it was last evaluated (or appeared)
+  std::vector<std::uint16_t> all(kUids);
+  for (std::uint16_t u = 0; u < kUids; ++u) all[u] = u, since[u] = 0;
+  std::uint64_t longest = 0;
+  for (std::uint64_t w = 1; w <= 80; ++w) {
+    if (w == 40) {  // uids 156..255 change hands: newcomers, nothing of the old record
+      for (std::uint16_t u = 156; u < kUids; ++u) scores[u] = MinerScore{}, since[u] = w;
+    }
+    const auto chosen = choose_for_evaluation(all, scores, kPerWindow, kNewcomers, 0x5eed ^ w);
+    ASSERT_EQ(chosen.size(), kPerWindow);
+    WindowInput in;
+    in.window = w;
+    in.candidates = all;
+    in.uploaded = all;
+    for (std::uint16_t u : chosen) {
+      Evaluation e{u, true, "", 5.0, 5.0 - 0.01 * (1 + u % 7), 5.0, 4.995};
+      e.own_margin = p.own_data_margin;
+      e.z_min = p.own_data_z;
+      in.evaluations.push_back(e);
+    }
+    const auto before = scores;
+    score_window(scores, in, p);
+    for (std::uint16_t u = 0; u < kUids; ++u) {
+      const bool evaluated = std::find(chosen.begin(), chosen.end(), u) != chosen.end();
+      if (evaluated) {
+        longest = std::max(longest, w - since[u]);
+        EXPECT_LE(w - since[u], kBound) << "uid " << u << " waited " << w - since[u] << " windows to window " << w;
+        since[u] = w;
+      } else if (before.count(u)) {
+        EXPECT_DOUBLE_EQ(scores[u].final_score, before.at(u).final_score) << "uid " << u << " window " << w;
+      }
+    }
+  }
+  for (std::uint16_t u = 0; u < kUids; ++u) EXPECT_LE(81 - since[u], kBound) << "uid " << u << " never again";
+  EXPECT_GE(longest, 10u);  // the bound is not vacuous: 256 uids at 20 a window take 13 windows
+  std::size_t with_score = 0;
+  for (const auto& [u, s] : scores) with_score += s.final_score > 0;
+  EXPECT_GT(with_score, 200u);
+}
+
 TEST(Gauntlet, ScoresWithinRankTieShareARank) {
   ScoringParams p;
   p.rank_tie = 1e-3;
@@ -414,6 +468,34 @@ TEST(Gauntlet, IndexOverlapCountsSharedChoices) {
   std::vector<kernels::CompressedTensor> va{*a}, vb{*b};
   EXPECT_DOUBLE_EQ(index_overlap(va, va), 1.0);
   EXPECT_LT(index_overlap(va, vb), 0.2);
+}
+
+// Over a sample of blocks (bounded cost per pair), the overlap estimates the
+// whole one: exact when every block is sampled, close when a fraction is.
+TEST(Gauntlet, IndexOverlapOverSampledBlocksEstimatesTheWhole) {
+  std::vector<std::int64_t> shape{512, 512};
+  std::mt19937 rng(7);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> x(512 * 512), y(512 * 512);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    x[i] = normal(rng);
+    // Half of y's large values at x's: an overlap well inside (0, 1).
+    y[i] = (i % 2 == 0 ? x[i] : 0.0f) + 0.9f * normal(rng);
+  }
+  auto a = kernels::compress(x, shape, 1), b = kernels::compress(y, shape, 1);
+  ASSERT_TRUE(a.is_ok() && b.is_ok());
+  std::vector<kernels::CompressedTensor> va{*a}, vb{*b};
+  const double whole = index_overlap(va, vb);
+  ASSERT_GT(whole, 0.1);
+  ASSERT_LT(whole, 0.9);
+  const std::size_t blocks = va[0].indices.size() / static_cast<std::size_t>(va[0].layout.k);
+  ASSERT_GT(blocks, 16u);
+  EXPECT_DOUBLE_EQ(index_overlap(va, vb, blocks, 3), whole);
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    EXPECT_NEAR(index_overlap(va, vb, 16, seed), whole, 0.1) << seed;
+    EXPECT_DOUBLE_EQ(index_overlap(va, va, 16, seed), 1.0);
+  }
+  EXPECT_EQ(index_overlap(va, vb, 0, 1), 0.0);
 }
 
 }  // namespace

@@ -54,7 +54,8 @@ void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& hi
       const Upload& b = *valid[j];
       const double c = std::abs(cosine(a.sketch, b.sketch));
       log::debug("similarity in the window", {{"uid", a.uid}, {"other", b.uid}, {"cosine", c}});
-      if (a.content != b.content && c < same.copy_cosine && index_overlap(a.tensors, b.tensors) < same.copy_overlap)
+      if (a.content != b.content && c < same.copy_cosine &&
+          index_overlap(a.tensors, b.tensors, same.overlap_blocks, same.seed) < same.copy_overlap)
         continue;
       copies.emplace(valid[i], std::pair(b.uid, c));
       copies.emplace(valid[j], std::pair(a.uid, c));

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "crucible/common/sampler.h"
@@ -194,24 +195,22 @@ bool is_newcomer(std::uint16_t uid, const std::map<std::uint16_t, MinerScore>& s
   return it == scores.end() || it->second.evaluations == 0;
 }
 
-// Moves up to `n` uids of `pool` to `out`, drawn with probability ∝ weight.
-void draw(std::vector<std::uint16_t>& pool, std::size_t n, const std::map<std::uint16_t, MinerScore>& scores,
-          bool by_waiting, SplitMix64& rng, std::vector<std::uint16_t>& out) {
-  for (std::size_t taken = 0; taken < n && !pool.empty(); ++taken) {
-    std::vector<std::uint64_t> w;
-    std::uint64_t total = 0;
-    for (auto uid : pool) {
-      auto it = scores.find(uid);
-      std::uint64_t v = !by_waiting || it == scores.end() ? 1 : std::max<std::uint32_t>(1, it->second.waiting);
-      w.push_back(v);
-      total += v;
-    }
-    std::uint64_t r = rng.below(total);
-    std::size_t i = 0;
-    while (r >= w[i]) r -= w[i++];
-    out.push_back(pool[i]);
-    pool.erase(pool.begin() + static_cast<std::ptrdiff_t>(i));
-  }
+std::uint32_t waiting_of(std::uint16_t uid, const std::map<std::uint16_t, MinerScore>& scores) {
+  auto it = scores.find(uid);
+  return it == scores.end() ? 0 : it->second.waiting;
+}
+
+// Moves up to `n` uids of `pool` to `out`: the longest waiting first, ties
+// in a random order.
+void take_longest_waiting(std::vector<std::uint16_t>& pool, std::size_t n,
+                          const std::map<std::uint16_t, MinerScore>& scores, SplitMix64& rng,
+                          std::vector<std::uint16_t>& out) {
+  for (std::size_t i = pool.size(); i > 1; --i) std::swap(pool[i - 1], pool[rng.below(i)]);
+  std::stable_sort(pool.begin(), pool.end(),
+                   [&](std::uint16_t a, std::uint16_t b) { return waiting_of(a, scores) > waiting_of(b, scores); });
+  const std::size_t take = std::min(n, pool.size());
+  out.insert(out.end(), pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(take));
+  pool.erase(pool.begin(), pool.begin() + static_cast<std::ptrdiff_t>(take));
 }
 
 }  // namespace
@@ -222,28 +221,50 @@ std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t
   std::vector<std::uint16_t> pool(candidates);
   std::sort(pool.begin(), pool.end());
   pool.erase(std::unique(pool.begin(), pool.end()), pool.end());
-  std::vector<std::uint16_t> fresh, known;
-  for (auto uid : pool) (is_newcomer(uid, scores) ? fresh : known).push_back(uid);
   std::vector<std::uint16_t> out;
+  if (count == 0 || pool.empty()) return out;
   SplitMix64 rng(seed);
-  draw(fresh, std::min(newcomers, count), scores, false, rng, out);
-  draw(known, count - out.size(), scores, true, rng, out);
-  draw(fresh, count - out.size(), scores, false, rng, out);
+  // 1. Overdue: every uid that has waited a whole round (the windows it
+  //    takes to evaluate every candidate once), newcomers or not.
+  const std::uint32_t round = static_cast<std::uint32_t>((pool.size() + count - 1) / count);
+  std::vector<std::uint16_t> overdue, fresh, known;
+  for (auto uid : pool) {
+    if (waiting_of(uid, scores) >= round) {
+      overdue.push_back(uid);
+    } else {
+      (is_newcomer(uid, scores) ? fresh : known).push_back(uid);
+    }
+  }
+  take_longest_waiting(overdue, count, scores, rng, out);
+  // 2. Newcomers, at most `newcomers` (a first evaluation soon); 3. every
+  //    other uid, newcomer or not, by how long it has waited.
+  take_longest_waiting(fresh, std::min(newcomers, count - out.size()), scores, rng, out);
+  known.insert(known.end(), fresh.begin(), fresh.end());
+  take_longest_waiting(known, count - out.size(), scores, rng, out);
   std::sort(out.begin(), out.end());
   return out;
 }
 
 double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std::vector<kernels::CompressedTensor>& b) {
-  if (a.empty() || a.size() != b.size()) return 0;
+  return index_overlap(a, b, std::numeric_limits<std::size_t>::max(), 0);
+}
+
+double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std::vector<kernels::CompressedTensor>& b,
+                     std::size_t max_blocks, std::uint64_t seed) {
+  if (a.empty() || a.size() != b.size() || max_blocks == 0) return 0;
   double sum = 0;
   for (std::size_t t = 0; t < a.size(); ++t) {
     const auto& x = a[t].indices;
     const auto& y = b[t].indices;
     const auto k = static_cast<std::size_t>(a[t].layout.k);
     if (x.size() != y.size() || x.empty() || k == 0 || a[t].layout.k != b[t].layout.k) return 0;
+    const std::size_t blocks = x.size() / k;
+    const std::size_t stride = blocks <= max_blocks ? 1 : (blocks + max_blocks - 1) / max_blocks;
+    const std::size_t offset = stride > 1 ? SplitMix64(seed ^ (t * 0x9E3779B97F4A7C15ull)).below(stride) : 0;
     // Per block of k ascending indices: the size of the intersection (a merge).
-    std::size_t common = 0;
-    for (std::size_t blk = 0; blk + k <= x.size(); blk += k) {
+    std::size_t common = 0, compared = 0;
+    for (std::size_t blk = offset * k; blk + k <= x.size(); blk += stride * k) {
+      compared += k;
       std::size_t i = blk, j = blk;
       while (i < blk + k && j < blk + k) {
         if (x[i] == y[j]) {
@@ -255,7 +276,7 @@ double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std:
         }
       }
     }
-    sum += static_cast<double>(common) / static_cast<double>(x.size());
+    sum += compared ? static_cast<double>(common) / static_cast<double>(compared) : 0.0;
   }
   return sum / static_cast<double>(a.size());
 }

@@ -125,12 +125,16 @@ std::map<std::uint16_t, double> weights(const std::map<std::uint16_t, MinerScore
 std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> quantize_weights(
     const std::map<std::uint16_t, double>& w);
 
-// Which uids to evaluate: up to `count` of the candidates. Newcomers (never
-// evaluated valid) first, at most `newcomers` of them, in a random order;
-// then the others drawn without replacement with probability ∝ waiting
-// counter; then, if slots remain, more newcomers. A swarm of fresh uids can
-// so take at most `newcomers` slots from uids with a record. SplitMix64,
-// seeded by `seed` (the validator's private seed mixed with the window).
+// Which uids to evaluate: up to `count` of the candidates, waiting time
+// deciding (MinerScore::waiting: windows since its last evaluation, or since
+// it first uploaded). First every uid that has waited a whole round
+// (ceil(candidates / count) windows), the longest first; then newcomers
+// (never evaluated valid), at most `newcomers` of them, so that a new uid
+// gets a first evaluation soon; then everyone else by waiting. Ties go in
+// a random order (SplitMix64, seeded by `seed`: the validator's private
+// seed mixed with the window). Every candidate so is evaluated within about
+// a round and two windows, and a swarm of fresh uids takes at most
+// `newcomers` slots ahead of uids that have waited longer.
 std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t>& candidates,
                                                  const std::map<std::uint16_t, MinerScore>& scores, std::size_t count,
                                                  std::size_t newcomers, std::uint64_t seed);
@@ -138,5 +142,11 @@ std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t
 // Mean over tensors of |I_a ∩ I_b| / |I_a| of the kept indices, block by
 // block (same layouts): how much of b's choice a repeats. 0 for other layouts.
 double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std::vector<kernels::CompressedTensor>& b);
+// The same over at most `max_blocks` blocks of each tensor, spread evenly
+// from an offset drawn from `seed` (the same blocks for every pair of one
+// window): a comparison whose cost does not grow with the model. Exact for
+// tensors of at most `max_blocks` blocks.
+double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std::vector<kernels::CompressedTensor>& b,
+                     std::size_t max_blocks, std::uint64_t seed);
 
 }  // namespace crucible::validator
