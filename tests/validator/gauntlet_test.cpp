@@ -470,32 +470,37 @@ TEST(Gauntlet, IndexOverlapCountsSharedChoices) {
   EXPECT_LT(index_overlap(va, vb), 0.2);
 }
 
-// Over a sample of blocks (bounded cost per pair), the overlap estimates the
-// whole one: exact when every block is sampled, close when a fraction is.
-TEST(Gauntlet, IndexOverlapOverSampledBlocksEstimatesTheWhole) {
+// Bottom-k index signatures (a cost per pair that does not grow with the
+// model) estimate the overlap of the kept index sets.
+TEST(Gauntlet, IndexSignaturesEstimateTheOverlap) {
   std::vector<std::int64_t> shape{512, 512};
   std::mt19937 rng(7);
   std::normal_distribution<float> normal(0.0f, 1.0f);
-  std::vector<float> x(512 * 512), y(512 * 512);
+  std::vector<float> x(512 * 512), y(512 * 512), z(512 * 512);
   for (std::size_t i = 0; i < x.size(); ++i) {
     x[i] = normal(rng);
     // Half of y's large values at x's: an overlap well inside (0, 1).
     y[i] = (i % 2 == 0 ? x[i] : 0.0f) + 0.9f * normal(rng);
+    z[i] = normal(rng);
   }
-  auto a = kernels::compress(x, shape, 1), b = kernels::compress(y, shape, 1);
-  ASSERT_TRUE(a.is_ok() && b.is_ok());
-  std::vector<kernels::CompressedTensor> va{*a}, vb{*b};
+  auto a = kernels::compress(x, shape, 1), b = kernels::compress(y, shape, 1), c = kernels::compress(z, shape, 1);
+  ASSERT_TRUE(a.is_ok() && b.is_ok() && c.is_ok());
+  std::vector<kernels::CompressedTensor> va{*a}, vb{*b}, vc{*c};
   const double whole = index_overlap(va, vb);
   ASSERT_GT(whole, 0.1);
   ASSERT_LT(whole, 0.9);
-  const std::size_t blocks = va[0].indices.size() / static_cast<std::size_t>(va[0].layout.k);
-  ASSERT_GT(blocks, 16u);
-  EXPECT_DOUBLE_EQ(index_overlap(va, vb, blocks, 3), whole);
   for (std::uint64_t seed : {1u, 2u, 3u}) {
-    EXPECT_NEAR(index_overlap(va, vb, 16, seed), whole, 0.1) << seed;
-    EXPECT_DOUBLE_EQ(index_overlap(va, va, 16, seed), 1.0);
+    const auto sa = index_signature(va, seed), sb = index_signature(vb, seed), sc = index_signature(vc, seed);
+    EXPECT_EQ(sa.kept, va[0].indices.size());
+    EXPECT_EQ(sa.hashes.size(), kIndexSignature);
+    EXPECT_TRUE(std::is_sorted(sa.hashes.begin(), sa.hashes.end()));
+    EXPECT_NEAR(index_overlap(sa, sb), whole, 0.1) << seed;
+    EXPECT_NEAR(index_overlap(sa, sc), index_overlap(va, vc), 0.1) << seed;
+    EXPECT_DOUBLE_EQ(index_overlap(sa, sa), 1.0);
   }
-  EXPECT_EQ(index_overlap(va, vb, 0, 1), 0.0);
+  // Another seed hashes other positions: the signatures differ.
+  EXPECT_NE(index_signature(va, 1).hashes, index_signature(va, 2).hashes);
+  EXPECT_EQ(index_overlap(IndexSignature{}, index_signature(va, 1)), 0.0);
 }
 
 }  // namespace

@@ -5,7 +5,8 @@
 // They share a source, and both are copies. An update like one of the last
 // history_windows windows' updates or applied aggregates is a replay, whoever
 // uploaded the first. "Like" is judged on the decoded values, through
-// sketches (similarity.h), and on the exact payload and index sets.
+// sketches (similarity.h), on the exact payload, and on the index sets
+// through bottom-k signatures (gauntlet.h).
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -47,15 +48,19 @@ void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& hi
     }
     valid.push_back(&u);
   }
+  // Every pair of the window is compared, each at a cost independent of
+  // the model: the sketches' cosine and the index signatures' overlap.
+  std::vector<IndexSignature> signatures;
+  signatures.reserve(valid.size());
+  for (const Upload* u : valid) signatures.push_back(index_signature(u->tensors, same.seed));
   std::map<Upload*, std::pair<std::uint16_t, double>> copies;  // -> a uid with the same update, |cosine|
   for (std::size_t i = 0; i < valid.size(); ++i) {
     for (std::size_t j = i + 1; j < valid.size(); ++j) {
       const Upload& a = *valid[i];
       const Upload& b = *valid[j];
       const double c = std::abs(cosine(a.sketch, b.sketch));
-      log::debug("similarity in the window", {{"uid", a.uid}, {"other", b.uid}, {"cosine", c}});
       if (a.content != b.content && c < same.copy_cosine &&
-          index_overlap(a.tensors, b.tensors, same.overlap_blocks, same.seed) < same.copy_overlap)
+          index_overlap(signatures[i], signatures[j]) < same.copy_overlap)
         continue;
       copies.emplace(valid[i], std::pair(b.uid, c));
       copies.emplace(valid[j], std::pair(a.uid, c));

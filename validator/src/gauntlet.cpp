@@ -246,25 +246,16 @@ std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t
 }
 
 double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std::vector<kernels::CompressedTensor>& b) {
-  return index_overlap(a, b, std::numeric_limits<std::size_t>::max(), 0);
-}
-
-double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std::vector<kernels::CompressedTensor>& b,
-                     std::size_t max_blocks, std::uint64_t seed) {
-  if (a.empty() || a.size() != b.size() || max_blocks == 0) return 0;
+  if (a.empty() || a.size() != b.size()) return 0;
   double sum = 0;
   for (std::size_t t = 0; t < a.size(); ++t) {
     const auto& x = a[t].indices;
     const auto& y = b[t].indices;
     const auto k = static_cast<std::size_t>(a[t].layout.k);
     if (x.size() != y.size() || x.empty() || k == 0 || a[t].layout.k != b[t].layout.k) return 0;
-    const std::size_t blocks = x.size() / k;
-    const std::size_t stride = blocks <= max_blocks ? 1 : (blocks + max_blocks - 1) / max_blocks;
-    const std::size_t offset = stride > 1 ? SplitMix64(seed ^ (t * 0x9E3779B97F4A7C15ull)).below(stride) : 0;
     // Per block of k ascending indices: the size of the intersection (a merge).
-    std::size_t common = 0, compared = 0;
-    for (std::size_t blk = offset * k; blk + k <= x.size(); blk += stride * k) {
-      compared += k;
+    std::size_t common = 0;
+    for (std::size_t blk = 0; blk + k <= x.size(); blk += k) {
       std::size_t i = blk, j = blk;
       while (i < blk + k && j < blk + k) {
         if (x[i] == y[j]) {
@@ -276,9 +267,59 @@ double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std:
         }
       }
     }
-    sum += compared ? static_cast<double>(common) / static_cast<double>(compared) : 0.0;
+    sum += static_cast<double>(common) / static_cast<double>(x.size());
   }
   return sum / static_cast<double>(a.size());
+}
+
+IndexSignature index_signature(const std::vector<kernels::CompressedTensor>& update, std::uint64_t seed) {
+  IndexSignature sig;
+  std::vector<std::uint64_t>& h = sig.hashes;
+  // A bound kept above the kIndexSignature-th smallest hash so far: most
+  // positions are dropped without touching the vector.
+  std::uint64_t bound = std::numeric_limits<std::uint64_t>::max();
+  for (std::size_t t = 0; t < update.size(); ++t) {
+    const auto& c = update[t];
+    const auto k = static_cast<std::uint64_t>(std::max(1, c.layout.k));
+    const auto block_elems = static_cast<std::uint64_t>(c.layout.block_elems());
+    const std::uint64_t tensor_key = seed ^ ((t + 1) * 0x9E3779B97F4A7C15ull);
+    for (std::size_t i = 0; i < c.indices.size(); ++i) {
+      const std::uint64_t position = (i / k) * block_elems + c.indices[i];
+      const std::uint64_t x = SplitMix64(tensor_key ^ (position * 0xBF58476D1CE4E5B9ull)).next();
+      ++sig.kept;
+      if (x >= bound) continue;
+      h.push_back(x);
+      if (h.size() >= 2 * kIndexSignature) {
+        std::nth_element(h.begin(), h.begin() + kIndexSignature - 1, h.end());
+        h.resize(kIndexSignature);
+        bound = *std::max_element(h.begin(), h.end());
+      }
+    }
+  }
+  std::sort(h.begin(), h.end());
+  h.erase(std::unique(h.begin(), h.end()), h.end());
+  if (h.size() > kIndexSignature) h.resize(kIndexSignature);
+  return sig;
+}
+
+double index_overlap(const IndexSignature& a, const IndexSignature& b) {
+  if (a.hashes.empty() || b.hashes.empty()) return 0;
+  // The smallest kIndexSignature hashes of the union, and how many of them
+  // are in both: the Jaccard estimate.
+  const std::size_t want = std::min({kIndexSignature, a.hashes.size(), b.hashes.size()});
+  std::size_t i = 0, j = 0, taken = 0, both = 0;
+  while (taken < want && i < a.hashes.size() && j < b.hashes.size()) {
+    if (a.hashes[i] == b.hashes[j]) {
+      ++both, ++i, ++j;
+    } else if (a.hashes[i] < b.hashes[j]) {
+      ++i;
+    } else {
+      ++j;
+    }
+    ++taken;
+  }
+  const double jaccard = static_cast<double>(both) / static_cast<double>(want);
+  return 2 * jaccard / (1 + jaccard);
 }
 
 }  // namespace crucible::validator

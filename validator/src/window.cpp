@@ -58,7 +58,7 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
                             gather(w, *mg, st.cooldown_until, observer, cx));  // gather.cpp
   steps.done("gather");
   const SameUpdate same{cx.o.validator.copy_overlap, cx.o.validator.copy_cosine,
-                        cx.private_seed ^ (w * kWindowSeedMixer), kOverlapBlocks};
+                        cx.private_seed ^ (w * kWindowSeedMixer)};
   mark_copies(uploads, st.history, same);  // copies.cpp
   steps.done("copies");
   CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));  // evaluate.cpp

@@ -142,11 +142,20 @@ std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t
 // Mean over tensors of |I_a ∩ I_b| / |I_a| of the kept indices, block by
 // block (same layouts): how much of b's choice a repeats. 0 for other layouts.
 double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std::vector<kernels::CompressedTensor>& b);
-// The same over at most `max_blocks` blocks of each tensor, spread evenly
-// from an offset drawn from `seed` (the same blocks for every pair of one
-// window): a comparison whose cost does not grow with the model. Exact for
-// tensors of at most `max_blocks` blocks.
-double index_overlap(const std::vector<kernels::CompressedTensor>& a, const std::vector<kernels::CompressedTensor>& b,
-                     std::size_t max_blocks, std::uint64_t seed);
+// A bottom-k summary of an update's kept positions (tensor, block, index),
+// hashed with `seed` (the validator's for the window, so a copier cannot
+// know which positions count): the kIndexSignature smallest hashes. Two
+// summaries estimate the overlap of the full index sets (error about
+// 1/sqrt(kIndexSignature)) at a cost per pair that does not grow with the
+// model; building one reads each kept position once.
+inline constexpr std::size_t kIndexSignature = 512;
+struct IndexSignature {
+  std::vector<std::uint64_t> hashes;  // ascending, at most kIndexSignature
+  std::uint64_t kept = 0;             // positions summarised
+};
+IndexSignature index_signature(const std::vector<kernels::CompressedTensor>& update, std::uint64_t seed);
+// Estimated |I_a ∩ I_b| / |I_a| over all tensors (the sets being of equal
+// size for one model): 2J / (1 + J), J the Jaccard estimate. 0 when either is empty.
+double index_overlap(const IndexSignature& a, const IndexSignature& b);
 
 }  // namespace crucible::validator

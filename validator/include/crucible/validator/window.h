@@ -125,15 +125,13 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
 // copy_cosine) is a replay; two uploads of the same update in the window
 // (same payload, top-k index overlap >= copy_overlap, or |cosine| >=
 // copy_cosine) are both copies.
-// Index overlaps are taken over at most overlap_blocks blocks of each
-// tensor, the blocks drawn from `seed` (the validator's, for the window):
-// every pair costs the same whatever the model's size.
-inline constexpr std::size_t kOverlapBlocks = 64;
+// Index overlaps are estimated from bottom-k signatures (gauntlet.h) keyed
+// by `seed` (the validator's, for the window): every pair costs the same
+// whatever the model's size.
 struct SameUpdate {
   double copy_overlap = 0.5;
   double copy_cosine = 0.3;
   std::uint64_t seed = 0;
-  std::size_t overlap_blocks = kOverlapBlocks;
 };
 void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& history, const SameUpdate& same);
 // After w: its uploads' sketches and (when one was applied) its aggregate's
