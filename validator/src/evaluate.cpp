@@ -121,21 +121,19 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   if (gradient_check && !chosen.empty()) {
     CRUCIBLE_ASSIGN_OR_RETURN(rand_gradient, cx.replica.gradient(rand_tokens, n_rand));
   }
-  std::map<std::uint16_t, model::TensorValues> updates;  // the one under evaluation
   for (std::uint16_t who : chosen) {
-    updates.clear();
-    if (auto d = dense(*by_uid.at(who), cx); d.is_ok()) {
-      updates[who] = std::move(*d);
-    } else {
-      by_uid.at(who)->reject(Rejection::kEvaluationFailed, d.status().to_string());
+    auto decoded = dense(*by_uid.at(who), cx);  // the update under evaluation, dense
+    if (!decoded.is_ok()) {
+      by_uid.at(who)->reject(Rejection::kEvaluationFailed, decoded.status().to_string());
       continue;
     }
+    const model::TensorValues& update = *decoded;
     CRUCIBLE_ASSIGN_OR_RETURN(auto own, own_tokens_of(who, w, cx.o.validator.eval_batches, cx));
     const auto n_own = samples_in(own, cx);
     CRUCIBLE_ASSIGN_OR_RETURN(auto before_own, cx.replica.sample_losses(own, n_own));
     const double clip = norms[who] > median && norms[who] > 0 ? median / norms[who] : 1.0;
     const double scale = cx.o.protocol.outer_lr * cx.o.validator.eval_lr_factor * clip;
-    auto after = cx.replica.probe_samples(updates[who], scale, own, n_own, rand_tokens, n_rand);
+    auto after = cx.replica.probe_samples(update, scale, own, n_own, rand_tokens, n_rand);
     metrics::global().add(metrics::Counter::kEvaluations);
     Evaluation e{who, true, "", model::mean_loss(before_own), 0, model::mean_loss(before_rand), 0};
     e.own_margin = cx.o.protocol.scoring.own_data_margin;
@@ -158,8 +156,8 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
       double align_decoy = std::nan("");
       if (gradient_check) {
         CRUCIBLE_ASSIGN_OR_RETURN(auto own_gradient, cx.replica.gradient(own, n_own));
-        e.align_own = cosine(updates[who], own_gradient);
-        e.align_rand = cosine(updates[who], rand_gradient);
+        e.align_own = cosine(update, own_gradient);
+        e.align_rand = cosine(update, rand_gradient);
         e.align_required = require_alignment;
       }
       double decoy_gain = std::nan(""), decoy_z = std::nan("");
@@ -171,7 +169,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
         CRUCIBLE_ASSIGN_OR_RETURN(auto decoy, own_tokens_of(other, w, cx.o.validator.eval_batches, cx));
         const auto n_decoy = samples_in(decoy, cx);
         CRUCIBLE_ASSIGN_OR_RETURN(auto before_decoy, cx.replica.sample_losses(decoy, n_decoy));
-        auto after_decoy = cx.replica.probe_samples(updates[who], scale, decoy, n_decoy, rand_tokens, n_rand);
+        auto after_decoy = cx.replica.probe_samples(update, scale, decoy, n_decoy, rand_tokens, n_rand);
         if (after_decoy.is_ok()) {
           const double before = model::mean_loss(before_decoy);
           decoy_gain = (before - model::mean_loss(after_decoy->first)) / before;
@@ -179,7 +177,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
         }
         if (gradient_check) {
           CRUCIBLE_ASSIGN_OR_RETURN(auto decoy_gradient, cx.replica.gradient(decoy, n_decoy));
-          align_decoy = cosine(updates[who], decoy_gradient);
+          align_decoy = cosine(update, decoy_gradient);
         }
       }
       log::info("evaluated", {{"window", w},
