@@ -144,6 +144,41 @@ TEST_F(ObserverTest, AStoreThatFailsIsNotAskedAgainThatWindow) {
   EXPECT_EQ(ob.observed(4, 0).sightings.size(), 1u);  // the other store is unaffected
 }
 
+TEST_F(ObserverTest, AScheduledWindowIsReadOftenOnlyAroundItsSlot) {
+  ObserverOptions o;
+  o.interval_s = 1;
+  o.idle_interval_s = 10;
+  Observer ob = make(o);
+  ob.watch(2, 3, {Watched{5, store_}});
+  ob.schedule(2, 100, 110);  // window 3 is never scheduled: read every interval
+  // Whether window w's key was read at t (its last answered read began then).
+  auto read_at = [&](double t, std::uint64_t w) {
+    clock_->set(t);
+    ob.poll_due();
+    return ob.observed(5, w).last_poll == t;
+  };
+  EXPECT_TRUE(read_at(50, 2));  // never read: due at once
+  EXPECT_TRUE(ob.observed(5, 3).last_poll == 50);
+  EXPECT_FALSE(read_at(51, 2));  // before its busy time: every idle interval
+  EXPECT_TRUE(ob.observed(5, 3).last_poll == 51);
+  EXPECT_FALSE(read_at(59, 2));
+  EXPECT_TRUE(read_at(60, 2));
+  EXPECT_TRUE(read_at(100, 2));  // busy: every interval
+  EXPECT_FALSE(read_at(100.5, 2));
+  EXPECT_TRUE(read_at(101, 2));
+  put(2, 4);
+  EXPECT_TRUE(read_at(102, 2));
+  const auto s = ob.observed(5, 2).sightings;
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].absent_at, 101);  // the interval it appeared in is an interval wide
+  EXPECT_EQ(s[0].seen_at, 102);
+  EXPECT_TRUE(read_at(110, 2));
+  EXPECT_FALSE(read_at(111.5, 2));  // past its busy time: never again
+  EXPECT_FALSE(read_at(200, 2));
+  ob.schedule(2, 100, std::numeric_limits<double>::infinity());  // until not known: every interval
+  EXPECT_TRUE(read_at(201, 2));
+}
+
 TEST_F(ObserverTest, ItsThreadPollsOnItsOwn) {
   ObserverOptions o;
   o.interval_s = 0.05;

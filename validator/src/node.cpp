@@ -26,6 +26,8 @@ constexpr std::uint64_t kObservedBacklog = 3;
 // How often the observer looks again for the stores of registered miners
 // that had none readable (a miner starting now publishes its location).
 constexpr double kResolveRetryS = 1.0;
+// Block times are estimated over at most this many recent blocks.
+constexpr std::uint64_t kBlockTimeSpan = 32;
 // A validator without a permit says so at start and every this many windows.
 constexpr std::uint64_t kPermitWarningEvery = 10;
 
@@ -117,6 +119,49 @@ struct ValidatorNode::Impl {
     for (const auto& [u, s] : observed_stores) stores.push_back(Watched{u, s});
     observer.watch(first, last, std::move(stores));
   }
+
+  // Tells the observer when each watched window's slot is busy, so that it
+  // reads a key every observe_interval_s only around its slot: from a
+  // margin before the slot opens (estimated from the recent block time
+  // while its block is to come) to a margin after it closes (once its
+  // block's timestamp is known). One or two header reads per new head.
+  void schedule_slots(Observer& observer, std::uint64_t head, std::uint64_t first, std::uint64_t last) {
+    auto top = io.chain->block(head);
+    if (!top.is_ok()) return;
+    if (!block_time_base || block_time_base->number + 4 * kBlockTimeSpan < head) {
+      auto base = io.chain->block(head - std::min(head, kBlockTimeSpan));
+      if (!base.is_ok()) return;
+      block_time_base = *base;
+    }
+    const double block_s =
+        top->number > block_time_base->number
+            ? static_cast<double>(top->timestamp - std::min(top->timestamp, block_time_base->timestamp)) /
+                  static_cast<double>(top->number - block_time_base->number)
+            : 1.0;
+    if (top->number >= block_time_base->number + 2 * kBlockTimeSpan) block_time_base = *top;
+    const double interval = o.validator.observe_interval_s;
+    const double margin = 2 * block_s + 3 * interval + o.protocol.clock_skew_s;
+    for (std::uint64_t w = first; w <= last; ++w) {
+      const std::uint64_t at = clock.slot_block(w);
+      if (at > head) {  // to come: from its estimated opening (or two blocks before it), until it is known
+        const double opens = static_cast<double>(top->timestamp) + static_cast<double>(at - head) * block_s;
+        const double from = at <= head + 2 ? -std::numeric_limits<double>::infinity() : opens - margin;
+        observer.schedule(w, from, std::numeric_limits<double>::infinity());
+        continue;
+      }
+      auto known = slot_opens.find(w);
+      if (known == slot_opens.end()) {
+        auto h = io.chain->block(at);
+        if (!h.is_ok()) continue;
+        known = slot_opens.emplace(w, static_cast<double>(h->timestamp)).first;
+      }
+      const protocol::UploadSlot slot = clock.slot(static_cast<std::uint64_t>(known->second));
+      observer.schedule(w, slot.start_s - margin, slot.end_s() + slot.skew_s + margin);
+    }
+    std::erase_if(slot_opens, [&](const auto& kv) { return kv.first < first; });
+  }
+  std::optional<chain::BlockHeader> block_time_base;  // an earlier block, for the block time
+  std::map<std::uint64_t, double> slot_opens;         // window -> its slot block's timestamp
 
   // Without a permit its weights do not count and it never leads: scores
   // come out, but nothing it does reaches the network.
@@ -268,12 +313,14 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
   ObserverOptions oo;
   oo.interval_s = m.o.validator.observe_interval_s;
   oo.max_latency_s = m.o.validator.observe_max_latency_s;
+  oo.idle_interval_s = m.o.validator.observe_idle_interval_s;
   oo.parallelism = std::min<std::uint32_t>(m.o.validator.fetch_parallelism, 16);
   Observer own(oo, m.io.clock);
   if (!observed) own.start();
   const Observer& observer = observed ? *observed : own;
   std::optional<std::pair<std::uint64_t, std::uint64_t>> watched;  // the windows the observer was last told
   double last_look = 0;                                            // when the observer's stores were last looked up
+  std::optional<std::uint64_t> scheduled_at;                       // the head the observer's schedule was made at
   while (!stop.load()) {
     auto head = retry_transient("block number", stop, [&] { return m.io.chain->block_number(); });
     if (!head.is_ok()) {
@@ -296,6 +343,10 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
     } else if (!observed && !m.unresolved.empty() && m.io.clock->unix_seconds() - last_look >= kResolveRetryS) {
       m.resolve(own, range.first, range.second);
       last_look = m.io.clock->unix_seconds();
+    }
+    if (!observed && watched == range && scheduled_at != *head) {
+      m.schedule_slots(own, *head, range.first, range.second);
+      scheduled_at = *head;
     }
     if (!started) {  // a fresh validator starts with the window under way, or where configured
       CRUCIBLE_ASSIGN_OR_RETURN(next, m.first_window(current));

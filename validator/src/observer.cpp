@@ -1,4 +1,4 @@
-// The observer (observer.h): read each watched commitment every interval
+// The observer (observer.h): read each watched commitment on its schedule
 // and record when each value was first seen. Everything a store serves may
 // be a lie; the only facts kept are this validator's own clock readings
 // around polls that answered.
@@ -31,9 +31,26 @@ void Observer::watch(std::uint64_t first, std::uint64_t last, std::vector<Watche
   for (auto& s : stores)
     if (s.store) stores_[s.uid] = std::move(s.store);
   std::erase_if(entries_, [&](const auto& kv) { return kv.first.window < first; });
+  std::erase_if(busy_, [&](const auto& kv) { return kv.first < first; });
   for (const auto& [uid, store] : stores_)
     for (std::uint64_t w = first; w <= last; ++w) entries_.try_emplace(Key{uid, w});
   cv_.notify_all();
+}
+
+void Observer::schedule(std::uint64_t window, double from_s, double until_s) {
+  std::lock_guard lk(mu_);
+  busy_[window] = {from_s, until_s};
+  cv_.notify_all();
+}
+
+double Observer::interval_of(std::uint64_t window, double now) const {
+  // Caller holds mu_.
+  auto it = busy_.find(window);
+  if (it == busy_.end()) return o_.interval_s;
+  const auto [from, until] = it->second;
+  if (now > until) return std::numeric_limits<double>::infinity();
+  if (now < from) return o_.idle_interval_s > 0 ? o_.idle_interval_s : o_.interval_s;
+  return o_.interval_s;
 }
 
 void Observer::start() {
@@ -41,17 +58,21 @@ void Observer::start() {
     threads_.emplace_back([this] { loop(); });
 }
 
-std::vector<std::pair<Observer::Key, std::shared_ptr<storage::ObjectStore>>> Observer::due(double now, bool all) {
+std::vector<std::pair<Observer::Key, std::shared_ptr<storage::ObjectStore>>> Observer::due(double now, Pick pick) {
   // Caller holds mu_. The most overdue key first (never polled before any).
   std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> out;
   if (!watching_) return out;
   for (auto& [key, e] : entries_) {
     auto s = stores_.find(key.uid);
     if (s == stores_.end() || key.window < first_ || key.window > last_ || e.in_flight || e.seen.gave_up) continue;
-    if (!all && e.last_start && now - *e.last_start < o_.interval_s) continue;
+    if (pick != Pick::kEveryKey) {
+      const double every = interval_of(key.window, now);
+      if (every == std::numeric_limits<double>::infinity()) continue;
+      if (e.last_start && now - *e.last_start < every) continue;
+    }
     out.emplace_back(key, s->second);
   }
-  if (!all && out.size() > 1) {
+  if (pick == Pick::kMostOverdue && out.size() > 1) {
     auto overdue = std::min_element(out.begin(), out.end(), [&](const auto& a, const auto& b) {
       const auto& ea = entries_.at(a.first).last_start;
       const auto& eb = entries_.at(b.first).last_start;
@@ -71,7 +92,7 @@ void Observer::loop() {
     std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> next;
     {
       std::unique_lock lk(mu_);
-      next = due(clock_->unix_seconds(), false);
+      next = due(clock_->unix_seconds(), Pick::kMostOverdue);
       if (next.empty()) {
         cv_.wait_for(lk, std::chrono::milliseconds(20));
         continue;
@@ -85,7 +106,16 @@ void Observer::poll_round() {
   std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> all;
   {
     std::lock_guard lk(mu_);
-    all = due(clock_->unix_seconds(), true);
+    all = due(clock_->unix_seconds(), Pick::kEveryKey);
+  }
+  for (const auto& [key, store] : all) poll(key, store);
+}
+
+void Observer::poll_due() {
+  std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> all;
+  {
+    std::lock_guard lk(mu_);
+    all = due(clock_->unix_seconds(), Pick::kAllDue);
   }
   for (const auto& [key, store] : all) poll(key, store);
 }

@@ -44,7 +44,8 @@ struct Observation {
 };
 
 struct ObserverOptions {
-  double interval_s = 1.0;         // between two polls of one key
+  double interval_s = 1.0;         // between two polls of one key around its slot
+  double idle_interval_s = 0;      // between two polls of a key before its window's busy time (0: interval_s)
   double max_latency_s = 2.0;      // a poll that took longer proves nothing about time
   std::uint32_t parallelism = 16;  // polls in flight at once
   std::size_t max_versions = 8;    // values kept per key; later ones are not recorded
@@ -66,11 +67,20 @@ class Observer {
   // Polls the keys of windows [first, last] of these uids from now on;
   // windows before `first` are forgotten.
   void watch(std::uint64_t first, std::uint64_t last, std::vector<Watched> stores);
+  // Window w's keys are read every interval_s from `from_s` (this
+  // validator's clock: a margin before its slot opens) to `until_s` (a
+  // margin after it closes; +inf while that is not known), every
+  // idle_interval_s before `from_s`, and no more after `until_s`: reads
+  // cost O(N) a window, not O(N) an interval for as long as a window is
+  // watched. A window never scheduled is read every interval_s throughout.
+  void schedule(std::uint64_t window, double from_s, double until_s);
   // Polls on its own thread every interval_s until destroyed.
   void start();
   // One poll of every watched key that is not in flight, on the calling
   // thread and `parallelism` helpers; returns when all have answered (tests).
   void poll_round();
+  // One poll of every key due now by its schedule, on the calling thread (tests).
+  void poll_due();
 
   Observation observed(std::uint16_t uid, std::uint64_t window) const;
 
@@ -90,7 +100,10 @@ class Observer {
     bool in_flight = false;
   };
   void poll(const Key& key, const std::shared_ptr<storage::ObjectStore>& store);
-  std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> due(double now, bool all);
+  enum class Pick { kMostOverdue, kAllDue, kEveryKey };
+  std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> due(double now, Pick pick);
+  // Seconds between two polls of a key of `window` at `now`; +inf: not polled.
+  double interval_of(std::uint64_t window, double now) const;
   void loop();
 
   ObserverOptions o_;
@@ -101,6 +114,7 @@ class Observer {
   bool watching_ = false;
   std::map<std::uint16_t, std::shared_ptr<storage::ObjectStore>> stores_;
   std::map<Key, Entry> entries_;
+  std::map<std::uint64_t, std::pair<double, double>> busy_;  // window -> [from, until] (schedule)
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };

@@ -26,6 +26,7 @@ struct ValidatorOptions {
   double fetch_deadline_s = 30.0;          // every call on a peer's store, retries included
   double gather_deadline_s = 60.0;         // no peer is started after this; each ends by fetch_deadline_s
   double observe_interval_s = 1.0;         // between two polls of a miner's key during its slot (timing evidence)
+  double observe_idle_interval_s = 5.0;    // between two polls of a key before its slot's busy time
   double observe_max_latency_s = 5.0;      // a poll (HEAD and download) slower than this proves no time
   std::string device = "cpu";              // "cpu" or "cuda"
   std::string autocast = "auto";           // evaluation in bf16 autocast: auto (on CUDA), bf16, off
