@@ -90,6 +90,15 @@ Status write_file_atomic(const fs::path& path, std::span<const ByteSpan> parts, 
   return Status::ok();
 }
 
+Status write_file(const fs::path& path, ByteSpan data) {
+  std::error_code ec;
+  if (path.has_parent_path()) fs::create_directories(path.parent_path(), ec);
+  if (ec) return errno_status("create folder", path.parent_path(), ec.value());
+  Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+  if (!fd.is_open()) return errno_status("write", path, errno);
+  return write_all(fd.get(), data.data(), data.size(), path);
+}
+
 Result<Bytes> read_file(const fs::path& path, std::uint64_t max_bytes) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
   if (!fd.is_open()) return errno_status("read", path, errno);

@@ -188,6 +188,9 @@ TEST_F(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
   ASSERT_TRUE(set.is_ok());
   EXPECT_EQ(set->uids, miner_uids);
   EXPECT_EQ(validator->model_window(), w0 + 1);
+  // The set's packets were kept from the window's spool; the spool went with the window.
+  for (std::uint16_t uid : miner_uids) EXPECT_TRUE((*own)->head(protocol::keys::set_packet(w0, uid)).is_ok()) << uid;
+  EXPECT_FALSE(std::filesystem::exists(dir_.path() / "validator-state" / "spool" / std::to_string(w0)));
 
   // The miners applied the lead's set of w0 (their third window waited for it).
   miners_.clear();  // releases the state folders' locks

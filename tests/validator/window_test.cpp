@@ -333,6 +333,15 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
   for (const auto& u : *uploads) by[u.uid] = &u;
   EXPECT_EQ(by.size(), miners_.size());  // every miner, no validator
   EXPECT_FALSE(by.count(validator_uid_));
+  // Valid packets wait on disk for the window (an upload in memory is a few
+  // KB whatever the model's size); nothing else does.
+  for (const auto& u : *uploads) EXPECT_EQ(fs::exists(spool_path(cx, w, u.uid)), u.valid()) << "uid " << u.uid;
+  {
+    auto back = spooled_update(w, honest.uid, cx);
+    ASSERT_TRUE(back.is_ok()) << back.status();
+    EXPECT_DOUBLE_EQ(norm_of(*back), by.at(honest.uid)->norm);
+    EXPECT_EQ(index_signature(*back, window_seed(cx.private_seed, w)).hashes, by.at(honest.uid)->signature.hashes);
+  }
   // The replayer's update was last window's: mark_copies is told so.
   std::vector<Remembered> history{Remembered{w - 1, 77, by.at(replayer.uid)->sketch}};
   mark_copies(*uploads, history, {o_.validator.copy_overlap, o_.validator.copy_cosine});
@@ -530,8 +539,9 @@ Upload valid_upload(std::uint16_t uid, std::int64_t at_ms, std::uint8_t content,
   u.seen_at = static_cast<double>(at_ms) / 1000;  // seen in (at - 0.1 s, at]
   u.absent_at = u.seen_at - 0.1;
   u.content.fill(content);
-  u.tensors = std::move(t);
-  u.sketch = sketch_of(u.tensors);
+  u.sketch = sketch_of(t);
+  u.signature = index_signature(t, 42);
+  u.norm = norm_of(t);
   return u;
 }
 
@@ -625,10 +635,18 @@ TEST_F(ValidatorInProcess, TheLeadFixesItsSetOnceFromTheValidUploads) {
   st.scores[7].evidence = 0.9;
   auto p = parts();
   WindowContext cx = context(*p);
+  // Gather left each valid packet in the window's spool; the lead keeps the members'.
+  const Bytes packet_of_4(100, 0x44);
+  for (const auto& u : uploads) {
+    ASSERT_TRUE(files::write_file(spool_path(cx, w, u.uid), u.uid == 4 ? packet_of_4 : Bytes(100, 0)).is_ok());
+  }
   auto set = fix_aggregation_set(w, uploads, st, cx);
   ASSERT_TRUE(set.is_ok()) << set.status();
   EXPECT_EQ(set->set.uids, (std::vector<std::uint16_t>{4}));
   EXPECT_EQ(set->set.prev, 1u);
+  auto kept = p->io.store->get(keys::set_packet(w, 4), 1000);
+  ASSERT_TRUE(kept.is_ok()) << kept.status();
+  EXPECT_EQ(kept->data, packet_of_4);
   auto stored = p->io.store->get(keys::aggregate(w), protocol::kMaxSetBytes);
   ASSERT_TRUE(stored.is_ok());
   EXPECT_EQ(stored->data, set->bytes);

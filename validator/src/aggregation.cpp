@@ -38,11 +38,13 @@ Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Uplo
   }
   PublishedSet out;
   out.set = protocol::choose_set(w, st.model.window, std::move(candidates), cx.o.protocol.aggregate_top);
-  std::vector<ByteSpan> packets;
+  CRUCIBLE_ASSIGN_OR_RETURN(const std::uint64_t packet_bytes, protocol::expected_packet_bytes(cx.replica.specs()));
+  std::vector<Bytes> kept;  // the members' packets, from the window's spool
   for (std::uint16_t uid : out.set.uids) {
-    for (const auto& u : uploads)
-      if (u.uid == uid) packets.push_back(u.packet);
+    CRUCIBLE_ASSIGN_OR_RETURN(Bytes b, files::read_file(spool_path(cx, w, uid), packet_bytes));
+    kept.push_back(std::move(b));
   }
+  std::vector<ByteSpan> packets(kept.begin(), kept.end());
   CRUCIBLE_RETURN_IF_ERROR(protocol::store_set_packets(out.set, packets, *cx.io.store));
   const std::string encoded = protocol::encode_set(out.set);
   out.bytes.assign(encoded.begin(), encoded.end());

@@ -50,9 +50,6 @@ void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& hi
   }
   // Every pair of the window is compared, each at a cost independent of
   // the model: the sketches' cosine and the index signatures' overlap.
-  std::vector<IndexSignature> signatures;
-  signatures.reserve(valid.size());
-  for (const Upload* u : valid) signatures.push_back(index_signature(u->tensors, same.seed));
   std::map<Upload*, std::pair<std::uint16_t, double>> copies;  // -> a uid with the same update, |cosine|
   for (std::size_t i = 0; i < valid.size(); ++i) {
     for (std::size_t j = i + 1; j < valid.size(); ++j) {
@@ -60,7 +57,7 @@ void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& hi
       const Upload& b = *valid[j];
       const double c = std::abs(cosine(a.sketch, b.sketch));
       if (a.content != b.content && c < same.copy_cosine &&
-          index_overlap(signatures[i], signatures[j]) < same.copy_overlap)
+          index_overlap(a.signature, b.signature) < same.copy_overlap)
         continue;
       copies.emplace(valid[i], std::pair(b.uid, c));
       copies.emplace(valid[j], std::pair(a.uid, c));

@@ -44,12 +44,14 @@ std::int64_t samples_in(const std::vector<std::int64_t>& tokens, WindowContext& 
   return static_cast<std::int64_t>(tokens.size() / static_cast<std::size_t>(cx.o.model.seq_len));
 }
 
-Result<model::TensorValues> dense(const Upload& u, WindowContext& cx) {
-  model::TensorValues d(u.tensors.size());
-  for (std::size_t t = 0; t < u.tensors.size(); ++t) {
+// An upload's update, dense: read back from its spooled packet.
+Result<model::TensorValues> dense(std::uint64_t w, const Upload& u, WindowContext& cx) {
+  CRUCIBLE_ASSIGN_OR_RETURN(auto tensors, spooled_update(w, u.uid, cx));
+  model::TensorValues d(tensors.size());
+  for (std::size_t t = 0; t < tensors.size(); ++t) {
     d[t].assign(static_cast<std::size_t>(cx.replica.specs()[t].numel()), 0.0f);
-    CRUCIBLE_RETURN_IF_ERROR(cx.codec != nullptr ? kernels::decompress(*cx.codec, u.tensors[t], d[t])
-                                                 : kernels::decompress(u.tensors[t], d[t]));
+    CRUCIBLE_RETURN_IF_ERROR(cx.codec != nullptr ? kernels::decompress(*cx.codec, tensors[t], d[t])
+                                                 : kernels::decompress(tensors[t], d[t]));
   }
   return d;
 }
@@ -83,7 +85,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
       in.evaluations.push_back(Evaluation{u.uid, false, std::string(protocol::name(*u.rejection)), 0, 0, 0, 0});
     }
   }
-  const std::uint64_t seed = cx.private_seed ^ (w * kWindowSeedMixer);
+  const std::uint64_t seed = window_seed(cx.private_seed, w);
   const auto chosen =
       choose_for_evaluation(valid, st.scores, cx.o.validator.eval_per_window, cx.o.validator.eval_newcomers, seed);
   // Clip to the median norm of the window's valid updates from admitted uids
@@ -95,7 +97,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   for (auto& u : uploads) {
     if (!u.valid()) continue;
     by_uid[u.uid] = &u;
-    norms[u.uid] = norm_of(u.tensors);
+    norms[u.uid] = u.norm;
   }
   std::vector<double> all_norms, admitted_norms;
   for (auto& [u, n] : norms) {
@@ -122,7 +124,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     CRUCIBLE_ASSIGN_OR_RETURN(rand_gradient, cx.replica.gradient(rand_tokens, n_rand));
   }
   for (std::uint16_t who : chosen) {
-    auto decoded = dense(*by_uid.at(who), cx);  // the update under evaluation, dense
+    auto decoded = dense(w, *by_uid.at(who), cx);  // the update under evaluation, dense
     if (!decoded.is_ok()) {
       by_uid.at(who)->reject(Rejection::kEvaluationFailed, decoded.status().to_string());
       continue;

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 
 #include "crucible/chain/packet_signing.h"
+#include "crucible/common/file_io.h"
+#include "crucible/common/log.h"
 #include "crucible/common/retry.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/protocol/update.h"
@@ -62,8 +64,9 @@ void check_packet(Upload& u, const chain::Hash32& hotkey, std::uint64_t w, const
   }
   u.content = content_of(p);
   u.model_digest = p.model_digest;
-  u.tensors = std::move(*tensors);
-  u.sketch = sketch_of(u.tensors);
+  u.sketch = sketch_of(*tensors);
+  u.signature = index_signature(*tensors, window_seed(cx.private_seed, w));
+  u.norm = norm_of(*tensors);
 }
 
 // Whether the validator never read the key in the slot or read it only once
@@ -158,8 +161,25 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
   }
   u.digest = opened->digest;
   check_packet(u, hotkey, w, *opened, cx);
-  if (u.valid()) u.packet = std::move(fetched->data);
+  if (!u.valid()) return u;
+  // The packet waits on disk, not in memory, until the window is done.
+  if (Status s = files::write_file(spool_path(cx, w, who), fetched->data); !s.is_ok()) {
+    u.local_failure = s.with_context("keeping a valid packet until the window is done");  // not the miner's doing
+  }
   return u;
+}
+
+std::filesystem::path spool_path(const WindowContext& cx, std::uint64_t w, std::uint16_t uid) {
+  return std::filesystem::path(cx.o.validator.state_dir) / "spool" / std::to_string(w) / fmt::format("{}.crg", uid);
+}
+
+Result<std::vector<kernels::CompressedTensor>> spooled_update(std::uint64_t w, std::uint16_t uid, WindowContext& cx) {
+  CRUCIBLE_ASSIGN_OR_RETURN(const std::uint64_t packet_bytes, protocol::expected_packet_bytes(cx.replica.specs()));
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes bytes, files::read_file(spool_path(cx, w, uid), packet_bytes));
+  packet::Limits limits;
+  limits.max_packet_bytes = packet_bytes;
+  CRUCIBLE_ASSIGN_OR_RETURN(auto opened, chain::open_packet(bytes, limits));
+  return protocol::decode_update(opened.packet, cx.replica.specs());
 }
 
 namespace {
@@ -230,6 +250,7 @@ Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
         return u;
       });
   for (auto& u : checked) {
+    if (u.local_failure) return *u.local_failure;
     if (u.timed_out) cooldown_until[u.uid] = w + 1 + kPeerCooldownWindows;
     out.push_back(std::move(u));
   }

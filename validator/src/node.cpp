@@ -139,13 +139,16 @@ struct ValidatorNode::Impl {
                   static_cast<double>(top->number - block_time_base->number)
             : 1.0;
     if (top->number >= block_time_base->number + 2 * kBlockTimeSpan) block_time_base = *top;
+    // Before a slot: a block's jitter, two reads, the skew; after it (its
+    // time known): the skew and three reads, so one read is past it.
     const double interval = o.validator.observe_interval_s;
-    const double margin = 2 * block_s + 3 * interval + o.protocol.clock_skew_s;
+    const double before = block_s + 2 * interval + o.protocol.clock_skew_s;
+    const double after = o.protocol.clock_skew_s + 3 * interval;
     for (std::uint64_t w = first; w <= last; ++w) {
       const std::uint64_t at = clock.slot_block(w);
       if (at > head) {  // to come: from its estimated opening (or two blocks before it), until it is known
         const double opens = static_cast<double>(top->timestamp) + static_cast<double>(at - head) * block_s;
-        const double from = at <= head + 2 ? -std::numeric_limits<double>::infinity() : opens - margin;
+        const double from = at <= head + 2 ? -std::numeric_limits<double>::infinity() : opens - before;
         observer.schedule(w, from, std::numeric_limits<double>::infinity());
         continue;
       }
@@ -156,7 +159,7 @@ struct ValidatorNode::Impl {
         known = slot_opens.emplace(w, static_cast<double>(h->timestamp)).first;
       }
       const protocol::UploadSlot slot = clock.slot(static_cast<std::uint64_t>(known->second));
-      observer.schedule(w, slot.start_s - margin, slot.end_s() + slot.skew_s + margin);
+      observer.schedule(w, slot.start_s - before, slot.end_s() + after);
     }
     std::erase_if(slot_opens, [&](const auto& kv) { return kv.first < first; });
   }

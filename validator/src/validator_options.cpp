@@ -44,9 +44,9 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
                "an update decides its timing and which of two equal updates came first.",
                0.01, 60);
   s.add_double("validator.observe_idle_interval_s", &o.observe_idle_interval_s,
-               "Seconds between two polls of a miner's key while its slot is still far off (a margin of two "
-               "blocks and three observe intervals before it opens, estimated from the recent block time); "
-               "after the slot and its margin the key is not read again.",
+               "Seconds between two polls of a miner's key while its slot is still far off (more than a block, "
+               "two observe intervals and the skew before it opens, estimated from the recent block time); "
+               "after the slot and a margin the key is not read again.",
                0.01, 3600);
   s.add_double("validator.observe_max_latency_s", &o.observe_max_latency_s,
                "A poll (HEAD and download) that takes longer than this proves nothing about time; keep it above "

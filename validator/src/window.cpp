@@ -49,6 +49,18 @@ class StepClock {
 
 Status process_window(std::uint64_t w, ValidatorState& st, const Observer& observer, WindowContext& cx) {
   const auto t0 = std::chrono::steady_clock::now();
+  // Valid packets wait on disk until the window is done (gather.cpp);
+  // whatever an earlier, interrupted window left there goes first.
+  const std::filesystem::path spool = spool_path(cx, w, 0).parent_path();
+  std::error_code ec;
+  std::filesystem::remove_all(spool.parent_path(), ec);
+  struct Cleanup {
+    std::filesystem::path dir;
+    ~Cleanup() {
+      std::error_code e;
+      std::filesystem::remove_all(dir, e);
+    }
+  } cleanup{spool};
   StepClock steps;
   auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
   if (!mg.is_ok()) return mg.status();
@@ -57,8 +69,7 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
   CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads,
                             gather(w, *mg, st.cooldown_until, observer, cx));  // gather.cpp
   steps.done("gather");
-  const SameUpdate same{cx.o.validator.copy_overlap, cx.o.validator.copy_cosine,
-                        cx.private_seed ^ (w * kWindowSeedMixer)};
+  const SameUpdate same{cx.o.validator.copy_overlap, cx.o.validator.copy_cosine};
   mark_copies(uploads, st.history, same);  // copies.cpp
   steps.done("copies");
   CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));  // evaluate.cpp

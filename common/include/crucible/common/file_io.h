@@ -47,6 +47,10 @@ inline Status write_file_atomic(const std::filesystem::path& path, ByteSpan data
   return write_file_atomic(path, std::span<const ByteSpan>(&data, 1), mode);
 }
 
+// Writes `data` to `path` (a scratch file: neither synced nor atomic; a
+// crash may leave part of it). Parent folders are created.
+Status write_file(const std::filesystem::path& path, ByteSpan data);
+
 // The whole file; resource_exhausted when it is larger than max_bytes.
 Result<Bytes> read_file(const std::filesystem::path& path, std::uint64_t max_bytes);
 

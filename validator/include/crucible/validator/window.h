@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -51,11 +52,15 @@ struct Upload {
   chain::Hash32 digest{};
   chain::Hash32 content{};       // Keccak of the tensors' payloads: the same update signed by anyone
   chain::Hash32 model_digest{};  // the packet's signed claim of the model it trained on (§7)
-  std::vector<kernels::CompressedTensor> tensors;
-  Sketch sketch;            // of the decoded values (similarity.h)
-  Bytes packet;             // the sealed packet as downloaded (the lead keeps copies of its set's)
+  // What the window's steps need of a valid update, a few KB whatever the
+  // model's size; the packet itself waits on disk (spool_path) until the
+  // window is done: memory per upload is bounded, not the update's size.
+  Sketch sketch;             // of the decoded values (similarity.h)
+  IndexSignature signature;  // of its kept positions, keyed by the window's seed (copies)
+  double norm = 0;           // L2 norm of the decoded update (clipping)
   bool timed_out = false;   // the store did not answer in time (the uid cools down)
   std::uint64_t bytes = 0;  // bytes downloaded
+  std::optional<Status> local_failure;  // this validator's own (its disk): the window stops, nobody is blamed
 
   bool valid() const { return uploaded && !rejection; }
   void reject(protocol::Rejection r, std::string why) {
@@ -108,6 +113,16 @@ struct WindowContext {
   chain::Chain& chain() { return *io.chain; }
 };
 
+// The window's seed: the validator's private seed mixed with w (the
+// evaluation choice, the random data, the copy check's signatures).
+inline std::uint64_t window_seed(std::uint64_t private_seed, std::uint64_t w) {
+  return private_seed ^ (w * kWindowSeedMixer);
+}
+// Where a valid upload's packet waits until its window is done.
+std::filesystem::path spool_path(const WindowContext& cx, std::uint64_t w, std::uint16_t uid);
+// A valid upload's update, read back from its spooled packet.
+Result<std::vector<kernels::CompressedTensor>> spooled_update(std::uint64_t w, std::uint16_t uid, WindowContext& cx);
+
 // gather.cpp: every miner's upload for w, checked (a rejection per uid).
 // Peers are checked fetch_parallelism at a time; none is started after
 // gather_deadline_s, each call ends by fetch_deadline_s, and a uid whose
@@ -117,7 +132,8 @@ Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
                                    std::map<std::uint16_t, std::uint64_t>& cooldown_until, const Observer& observer,
                                    WindowContext& cx);
 // One uid: HEAD (present, exactly `packet_bytes` long), GET, the version's
-// timing by `seen` (seen in the slot), then the packet's own claims.
+// timing by `seen` (seen in the slot), then the packet's own claims; a
+// valid packet is written to spool_path.
 Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_t w, const protocol::UploadSlot& slot,
                     std::uint64_t packet_bytes, const Observation& seen, storage::ObjectStore& peer, WindowContext& cx);
 
@@ -125,13 +141,12 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
 // copy_cosine) is a replay; two uploads of the same update in the window
 // (same payload, top-k index overlap >= copy_overlap, or |cosine| >=
 // copy_cosine) are both copies.
-// Index overlaps are estimated from bottom-k signatures (gauntlet.h) keyed
-// by `seed` (the validator's, for the window): every pair costs the same
-// whatever the model's size.
+// Index overlaps are estimated from the uploads' bottom-k signatures
+// (gauntlet.h, made at gather): every pair costs the same whatever the
+// model's size.
 struct SameUpdate {
   double copy_overlap = 0.5;
   double copy_cosine = 0.3;
-  std::uint64_t seed = 0;
 };
 void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& history, const SameUpdate& same);
 // After w: its uploads' sketches and (when one was applied) its aggregate's
