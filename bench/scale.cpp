@@ -10,8 +10,10 @@
 // store calls, observer polls, bytes read, peak RSS and CPU time are read
 // from its /metrics and /proc. Figures print as ratios against the first N
 // (the baseline, measured in the same run). docs/benchmarks.md has results.
+// --store s3 puts every store on the S3 server the tests use (radosgw: a
+// bucket per uid, its read-only keys published, SigV4 on every call).
 //
-//   build/bin/scale_bench --miners 16,64,256 --model tiny --windows 4
+//   build/bin/scale_bench --miners 16,64,256 --model tiny --windows 4 [--store s3]
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -39,6 +41,7 @@
 #include "crucible/chain/packet_signing.h"
 #include "crucible/chain/rpc_client.h"
 #include "crucible/chain/substrate.h"
+#include "crucible/cli/demo_s3.h"
 #include "crucible/cli/node_config.h"
 #include "crucible/common/child_process.h"
 #include "crucible/common/dataset.h"
@@ -71,6 +74,7 @@ struct Args {
   std::string dir;
   std::string data;  // prepared data folder; default: prepared under --dir
   bool gather_merge_only = false;
+  std::string store = "local";  // local: folder stores; s3: a bucket each on the S3 server (radosgw)
 };
 
 fs::path source_dir() { return fs::path(CRUCIBLE_SOURCE_DIR); }
@@ -190,7 +194,17 @@ Measured run_one(const Args& a, int n, const cli::NodeConfig& net, const fs::pat
   must(local->set_stake(0, 1'000'000'000'000, false), "stake");
 
   // The swarm: N keys, funded, registered, each with its store location published.
+  // S3: the server the tests use, one user for the swarm (a bucket per
+  // uid, its read-only keys published) and one for the validator.
+  std::unique_ptr<cli::DemoS3> s3;
+  std::string validator_storage = fmt::format("[storage]\nurl = \"file://{}/stores/validator\"\n", run.string());
   swarm::SwarmOptions so;
+  if (a.store == "s3") {
+    s3 = must(cli::DemoS3::start(run, run / "logs"), "S3 server");
+    validator_storage = must(s3->storage_section("validator"), "S3 validator");
+    const auto user = must(s3->user("swarm"), "S3 swarm user");
+    so.store_of = [&s3, user](int i) { return s3->bucket(user, fmt::format("swarm-m{}", i)); };
+  }
   so.dir = run / "stores";
   so.chain = chain_opts;
   so.protocol = net.protocol;
@@ -226,9 +240,7 @@ blocks_per_window = {}
 [chain]
 rpc_url = "{}"
 netuid = {}
-[storage]
-url = "file://{}/stores/validator"
-[validator]
+{}[validator]
 data_dir = "{}"
 state_dir = "{}/validator-state"
 eval_per_window = {}
@@ -238,8 +250,8 @@ start_window = {}
 [api]
 port = {}
 )",
-                                      a.blocks_per_window, local->url(), chain_opts.netuid, run.string(), data.string(),
-                                      run.string(), a.eval_per_window, first, api_port);
+                                      a.blocks_per_window, local->url(), chain_opts.netuid, validator_storage,
+                                      data.string(), run.string(), a.eval_per_window, first, api_port);
   const fs::path model_toml = source_dir() / "configs/models" / (a.model + ".toml");
   const std::string key_file = (run / "validator-key.json").string();
   {
@@ -437,6 +449,9 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.25));
   app.add_option("--dir", a.dir, "Working folder (default: a new one under /tmp)");
+  app.add_option("--store", a.store, "Miners' and validator's stores: local (folders) or s3 (the S3 server, radosgw)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"local", "s3"}));
   app.add_flag("--gather-merge-only", a.gather_merge_only,
                "Only the packet-size-bound steps (read, open, decode, norms, copies, merge), in process: for 1b");
   app.add_option("--data", a.data, "Prepared data folder with the model's vocabulary (default: prepared in --dir)");
@@ -503,8 +518,8 @@ int main(int argc, char** argv) {
   }
 
   const Measured& b = runs.front();
-  fmt::print("\nscale_bench --model {} --windows {} --blocks-per-window {} --eval-per-window {}\n", a.model, a.windows,
-             a.blocks_per_window, a.eval_per_window);
+  fmt::print("\nscale_bench --model {} --windows {} --blocks-per-window {} --eval-per-window {} --store {}\n", a.model,
+             a.windows, a.blocks_per_window, a.eval_per_window, a.store);
   fmt::print("mean seconds per window for each step; (xR) = against N={} in this run\n\n", b.miners);
   std::string head = fmt::format("{:<16}", "step");
   for (const auto& r : runs) head += fmt::format("{:>22}", fmt::format("N={}", r.miners));

@@ -24,6 +24,7 @@
 #include "crucible/protocol/window_clock.h"
 #include "crucible/storage/local_store.h"
 #include "crucible/storage/peer_location.h"
+#include "crucible/storage/store_url.h"
 
 namespace crucible::swarm {
 
@@ -34,7 +35,7 @@ struct SwarmMiner {
   explicit SwarmMiner(chain::PrivateKey k) : key(std::move(k)) {}
   chain::PrivateKey key;
   std::uint16_t uid = 0;
-  std::unique_ptr<storage::LocalStore> store;
+  std::shared_ptr<storage::ObjectStore> store;
 };
 
 struct Swarm::Prepared {
@@ -132,15 +133,21 @@ Result<std::unique_ptr<Swarm>> Swarm::create(SwarmOptions options) {
   std::vector<Status> failed(s->miners_.size(), Status::ok());
   parallel_for(s->miners_.size(), o.threads, [&](std::size_t i) {
     SwarmMiner& m = *s->miners_[i];
-    const fs::path folder = o.dir / fmt::format("m{}", i);
-    fs::create_directories(folder);
-    auto store = storage::LocalStore::open(folder);
+    storage::StorageOptions so;
+    if (o.store_of) {
+      auto given = o.store_of(static_cast<int>(i));
+      if (!given.is_ok()) return void(failed[i] = given.status());
+      so = std::move(*given);
+    } else {
+      const fs::path folder = o.dir / fmt::format("m{}", i);
+      fs::create_directories(folder);
+      so.url = "file://" + folder.string();
+    }
+    auto store = storage::open_store(so.url, so.read_credentials(), so.write_credentials(), so.retry_policy());
     if (!store.is_ok()) return void(failed[i] = store.status());
     m.store = std::move(*store);
     auto c = chain::EvmChain::connect(evm, m.key);
     if (!c.is_ok()) return void(failed[i] = c.status());
-    storage::StorageOptions so;
-    so.url = "file://" + folder.string();
     auto reg = (*c)->register_neuron(o.chain.netuid, chain::substrate::mirror_account(m.key.address()));
     if (!reg.is_ok()) return void(failed[i] = reg.status().with_context("register"));
     auto com = (*c)->set_commitment(o.chain.netuid, storage::encode_location(so));

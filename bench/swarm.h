@@ -35,13 +35,17 @@
 #include "crucible/common/status.h"
 #include "crucible/kernels/error_feedback.h"
 #include "crucible/protocol/options.h"
+#include "crucible/storage/storage_options.h"
 
 namespace crucible::swarm {
 
 enum class Updates { kCut, kOwnGradient };
 
 struct SwarmOptions {
-  std::filesystem::path dir;  // stores under dir/m<i>
+  std::filesystem::path dir;  // stores under dir/m<i> (unless store_of is given)
+  // Miner i's store (its URL and keys, published as its location); unset:
+  // a folder store under dir.
+  std::function<Result<storage::StorageOptions>(int i)> store_of;
   chain::ChainOptions chain;  // rpc_url and netuid of a local chain (keys are funded with anvil_setBalance)
   protocol::Options protocol;
   model::ModelConfig model;

@@ -179,6 +179,48 @@ TEST_F(ObserverTest, AScheduledWindowIsReadOftenOnlyAroundItsSlot) {
   EXPECT_TRUE(read_at(201, 2));
 }
 
+// Following the chain's time, the observer estimates when slots to come
+// open, and watches windows the node has not named yet (it may be busy
+// with a long window): a commitment made in such a slot is seen in time.
+TEST_F(ObserverTest, FollowingTheChainItWatchesTheSlotsToComeOnItsOwn) {
+  ObserverOptions o;
+  o.interval_s = 1;
+  o.idle_interval_s = 10;
+  Observer ob = make(o);
+  ob.watch(2, 3, {Watched{5, store_}});
+  // Block 20 at t = 100, a block a second, 10 a window: window w's slot
+  // opens at t = 100 + (10 (w + 1) - 20), 4 s long; busy from 2 s before
+  // (less 2 blocks and a tenth of the time ahead) to 3 s after (plus as much).
+  ob.follow(ChainTime{20, 100, 1.0, 10, 4, 2, 3});
+  auto read_at = [&](double t, std::uint64_t w) {
+    clock_->set(t);
+    ob.poll_due();
+    return ob.observed(5, w).last_poll == t;
+  };
+  EXPECT_TRUE(read_at(100, 3));                // never read: due at once
+  EXPECT_FALSE(read_at(109, 3));               // window 3's slot opens at 120: idle, every 10 s
+  EXPECT_TRUE(read_at(115, 3));                // busy from 120 - 2 - (2 + 2) = 114
+  EXPECT_FALSE(ob.observed(5, 5).first_poll);  // window 5's slot (t = 140) is not watched yet
+  EXPECT_TRUE(read_at(129, 3));                // until 120 + 4 + 3 + 4 = 131
+  EXPECT_FALSE(read_at(132, 3));
+  // Nobody named window 5, yet it is watched as its slot comes (first read
+  // at 129), and read every second from 140 - 2 - (2 + 4) = 132.
+  EXPECT_TRUE(ob.observed(5, 5).first_poll);
+  EXPECT_TRUE(read_at(133, 5));
+  put(5, 7);
+  EXPECT_TRUE(read_at(134, 5));
+  const auto s = ob.observed(5, 5).sightings;
+  ASSERT_EQ(s.size(), 1u);
+  EXPECT_EQ(s[0].absent_at, 133);
+  EXPECT_EQ(s[0].seen_at, 134);
+  EXPECT_TRUE(read_at(153, 5));  // until 140 + 4 + 3 + 6 = 153
+  EXPECT_FALSE(read_at(154, 5));
+  // An exact schedule (the slot's block is out) overrides the estimate.
+  ob.schedule(5, 130, 160);
+  EXPECT_TRUE(read_at(156, 5));
+  EXPECT_FALSE(read_at(300, 3));  // window 3: over, never again
+}
+
 TEST_F(ObserverTest, ItsThreadPollsOnItsOwn) {
   ObserverOptions o;
   o.interval_s = 0.05;

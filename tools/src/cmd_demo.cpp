@@ -30,11 +30,11 @@
 #include "crucible/chain/substrate.h"
 #include "crucible/cli/commands.h"
 #include "crucible/cli/demo_report.h"
+#include "crucible/cli/demo_s3.h"
 #include "crucible/cli/node_config.h"
 #include "crucible/cli/scores.h"
 #include "crucible/common/child_process.h"
 #include "demo_adversary.h"
-#include "demo_s3.h"
 
 namespace crucible::cli {
 namespace {
@@ -484,18 +484,6 @@ progress = "off"
 }
 
 }  // namespace
-
-std::uint16_t demo_free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
 
 void add_demo_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<DemoArgs>();

@@ -1,4 +1,9 @@
-#include "demo_s3.h"
+#include "crucible/cli/demo_s3.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -24,6 +29,18 @@ int shell(const std::string& cmd) { return std::system(cmd.c_str()); }
 
 }  // namespace
 
+std::uint16_t demo_free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
 Result<std::unique_ptr<DemoS3>> DemoS3::start(const fs::path& run, const fs::path& log_dir) {
   std::unique_ptr<DemoS3> s(new DemoS3());
   s->ceph_dir_ = run / "ceph";
@@ -44,7 +61,7 @@ DemoS3::~DemoS3() {
                     CRUCIBLE_SOURCE_DIR));
 }
 
-Result<std::string> DemoS3::storage_section(const std::string& name) {
+Result<storage::StorageOptions> DemoS3::user(const std::string& name) {
   const std::string conf = (ceph_dir_ / "ceph.conf").string();
   const std::string write_id = "W" + random_hex(8), write_secret = random_hex(20);
   const std::string read_id = "R" + random_hex(8), read_secret = random_hex(20);
@@ -56,21 +73,37 @@ Result<std::string> DemoS3::storage_section(const std::string& name) {
                         conf, name, name, read_id, read_secret)) != 0) {
     return unavailable("radosgw-admin could not create the S3 user for {}", name);
   }
+  storage::StorageOptions o;
+  o.write_access_key_id = write_id;
+  o.write_secret_access_key = write_secret;
+  o.read_access_key_id = read_id;
+  o.read_secret_access_key = read_secret;
+  return bucket(o, "crucible-" + name);
+}
+
+Result<storage::StorageOptions> DemoS3::bucket(storage::StorageOptions user, const std::string& bucket) {
   storage::S3Options o;
-  o.bucket = "crucible-" + name;
+  o.bucket = bucket;
   o.endpoint = endpoint_;
-  o.write = {write_id, Secret(write_secret), ""};
-  o.read = {read_id, Secret(read_secret), ""};
+  o.write = user.write_credentials();
+  o.read = user.read_credentials();
   CRUCIBLE_ASSIGN_OR_RETURN(auto store, storage::S3Store::open(o));
   CRUCIBLE_RETURN_IF_ERROR(store->create_bucket().with_context("bucket " + o.bucket));
+  user.url = fmt::format("s3://{}?endpoint={}&region=us-east-1&style=path", bucket, endpoint_);
+  return user;
+}
+
+Result<std::string> DemoS3::storage_section(const std::string& name) {
+  CRUCIBLE_ASSIGN_OR_RETURN(const storage::StorageOptions o, user(name));
   return fmt::format(R"([storage]
-url = "s3://{}?endpoint={}&region=us-east-1&style=path"
+url = "{}"
 write_access_key_id = "{}"
 write_secret_access_key = "{}"
 read_access_key_id = "{}"
 read_secret_access_key = "{}"
 )",
-                     o.bucket, endpoint_, write_id, write_secret, read_id, read_secret);
+                     o.url, o.write_access_key_id, o.write_secret_access_key, o.read_access_key_id,
+                     o.read_secret_access_key);
 }
 
 }  // namespace crucible::cli

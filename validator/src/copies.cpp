@@ -56,8 +56,7 @@ void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& hi
       const Upload& a = *valid[i];
       const Upload& b = *valid[j];
       const double c = std::abs(cosine(a.sketch, b.sketch));
-      if (a.content != b.content && c < same.copy_cosine &&
-          index_overlap(a.signature, b.signature) < same.copy_overlap)
+      if (a.content != b.content && c < same.copy_cosine && index_overlap(a.signature, b.signature) < same.copy_overlap)
         continue;
       copies.emplace(valid[i], std::pair(b.uid, c));
       copies.emplace(valid[j], std::pair(a.uid, c));

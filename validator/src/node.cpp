@@ -120,11 +120,11 @@ struct ValidatorNode::Impl {
     observer.watch(first, last, std::move(stores));
   }
 
-  // Tells the observer when each watched window's slot is busy, so that it
-  // reads a key every observe_interval_s only around its slot: from a
-  // margin before the slot opens (estimated from the recent block time
-  // while its block is to come) to a margin after it closes (once its
-  // block's timestamp is known). One or two header reads per new head.
+  // Tells the observer the chain's time (so that it estimates when slots
+  // to come open, and watches them even while this node is busy with a long
+  // window) and the exact times of the watched slots whose block is out:
+  // it reads a key every observe_interval_s only around its slot. One or
+  // two header reads per new head.
   void schedule_slots(Observer& observer, std::uint64_t head, std::uint64_t first, std::uint64_t last) {
     auto top = io.chain->block(head);
     if (!top.is_ok()) return;
@@ -133,33 +133,30 @@ struct ValidatorNode::Impl {
       if (!base.is_ok()) return;
       block_time_base = *base;
     }
-    const double block_s =
-        top->number > block_time_base->number
-            ? static_cast<double>(top->timestamp - std::min(top->timestamp, block_time_base->timestamp)) /
-                  static_cast<double>(top->number - block_time_base->number)
-            : 1.0;
+    ChainTime t;
+    t.block = top->number;
+    t.timestamp = static_cast<double>(top->timestamp);
+    t.block_s = top->number > block_time_base->number
+                    ? static_cast<double>(top->timestamp - std::min(top->timestamp, block_time_base->timestamp)) /
+                          static_cast<double>(top->number - block_time_base->number)
+                    : 0.0;
     if (top->number >= block_time_base->number + 2 * kBlockTimeSpan) block_time_base = *top;
-    // Before a slot: a block's jitter, two reads, the skew; after it (its
-    // time known): the skew and three reads, so one read is past it.
-    const double interval = o.validator.observe_interval_s;
-    const double before = block_s + 2 * interval + o.protocol.clock_skew_s;
-    const double after = o.protocol.clock_skew_s + 3 * interval;
-    for (std::uint64_t w = first; w <= last; ++w) {
-      const std::uint64_t at = clock.slot_block(w);
-      if (at > head) {  // to come: from its estimated opening (or two blocks before it), until it is known
-        const double opens = static_cast<double>(top->timestamp) + static_cast<double>(at - head) * block_s;
-        const double from = at <= head + 2 ? -std::numeric_limits<double>::infinity() : opens - before;
-        observer.schedule(w, from, std::numeric_limits<double>::infinity());
-        continue;
-      }
+    // Before a slot: a block's jitter, two reads, the skew; after it: the
+    // skew and three reads, so one read is past it.
+    t.blocks_per_window = clock.blocks_per_window();
+    t.slot_s = o.protocol.upload_slot_s;
+    t.before_s = t.block_s + 2 * o.validator.observe_interval_s + o.protocol.clock_skew_s;
+    t.after_s = o.protocol.clock_skew_s + 3 * o.validator.observe_interval_s;
+    observer.follow(t);
+    for (std::uint64_t w = first; w <= last && clock.slot_block(w) <= head; ++w) {
       auto known = slot_opens.find(w);
       if (known == slot_opens.end()) {
-        auto h = io.chain->block(at);
+        auto h = io.chain->block(clock.slot_block(w));
         if (!h.is_ok()) continue;
         known = slot_opens.emplace(w, static_cast<double>(h->timestamp)).first;
       }
       const protocol::UploadSlot slot = clock.slot(static_cast<std::uint64_t>(known->second));
-      observer.schedule(w, slot.start_s - before, slot.end_s() + after);
+      observer.schedule(w, slot.start_s - t.before_s, slot.end_s() + t.after_s);
     }
     std::erase_if(slot_opens, [&](const auto& kv) { return kv.first < first; });
   }

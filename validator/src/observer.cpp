@@ -26,6 +26,7 @@ void Observer::watch(std::uint64_t first, std::uint64_t last, std::vector<Watche
   std::lock_guard lk(mu_);
   first_ = first;
   last_ = last;
+  told_last_ = last;
   watching_ = true;
   stores_.clear();
   for (auto& s : stores)
@@ -43,11 +44,40 @@ void Observer::schedule(std::uint64_t window, double from_s, double until_s) {
   cv_.notify_all();
 }
 
+void Observer::follow(const ChainTime& t) {
+  std::lock_guard lk(mu_);
+  chain_time_ = t;
+  cv_.notify_all();
+}
+
+// The windows watched reach the one after the window under way at
+// now + before_s, by the chain time's reckoning (at most 8 past watch()'s).
+void Observer::extend(double now) {
+  if (!watching_ || !chain_time_ || !(chain_time_->block_s > 0) || chain_time_->blocks_per_window == 0) return;
+  const ChainTime& t = *chain_time_;
+  const double ahead = std::max(0.0, (now + t.before_s - t.timestamp) / t.block_s);
+  const std::uint64_t head = t.block + static_cast<std::uint64_t>(ahead);
+  const std::uint64_t want = std::min(head / t.blocks_per_window + 1, told_last_ + 8);
+  for (std::uint64_t w = last_ + 1; w <= want; ++w)
+    for (const auto& [uid, store] : stores_) entries_.try_emplace(Key{uid, w});
+  last_ = std::max(last_, want);
+}
+
 double Observer::interval_of(std::uint64_t window, double now) const {
   // Caller holds mu_.
-  auto it = busy_.find(window);
-  if (it == busy_.end()) return o_.interval_s;
-  const auto [from, until] = it->second;
+  std::pair<double, double> times;
+  if (auto it = busy_.find(window); it != busy_.end()) {
+    times = it->second;
+  } else if (chain_time_ && chain_time_->block_s > 0) {
+    const ChainTime& t = *chain_time_;
+    const double slot_block = static_cast<double>((window + 1) * t.blocks_per_window);
+    const double opens = t.timestamp + (slot_block - static_cast<double>(t.block)) * t.block_s;
+    const double slack = 2 * t.block_s + 0.1 * std::abs(opens - t.timestamp);
+    times = {opens - t.before_s - slack, opens + t.slot_s + t.after_s + slack};
+  } else {
+    return o_.interval_s;
+  }
+  const auto [from, until] = times;
   if (now > until) return std::numeric_limits<double>::infinity();
   if (now < from) return o_.idle_interval_s > 0 ? o_.idle_interval_s : o_.interval_s;
   return o_.interval_s;
@@ -62,6 +92,7 @@ std::vector<std::pair<Observer::Key, std::shared_ptr<storage::ObjectStore>>> Obs
   // Caller holds mu_. The most overdue key first (never polled before any).
   std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> out;
   if (!watching_) return out;
+  extend(now);
   for (auto& [key, e] : entries_) {
     auto s = stores_.find(key.uid);
     if (s == stores_.end() || key.window < first_ || key.window > last_ || e.in_flight || e.seen.gave_up) continue;

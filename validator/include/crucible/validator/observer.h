@@ -43,6 +43,19 @@ struct Observation {
   bool gave_up = false;              // the store timed out: not polled again for this window
 };
 
+// The chain's time as the node last read it, for estimating when slots to
+// come open (UploadSlot: window w's opens with block (w + 1) *
+// blocks_per_window).
+struct ChainTime {
+  std::uint64_t block = 0;  // the head then
+  double timestamp = 0;     // its timestamp (Unix s)
+  double block_s = 0;       // recent seconds per block
+  std::uint32_t blocks_per_window = 1;
+  double slot_s = 0;    // the upload slot's length
+  double before_s = 0;  // busy from this long before a slot opens (a block's jitter, two reads, the skew)
+  double after_s = 0;   // until this long after it ends (the skew, three reads)
+};
+
 struct ObserverOptions {
   double interval_s = 1.0;         // between two polls of one key around its slot
   double idle_interval_s = 0;      // between two polls of a key before its window's busy time (0: interval_s)
@@ -69,11 +82,17 @@ class Observer {
   void watch(std::uint64_t first, std::uint64_t last, std::vector<Watched> stores);
   // Window w's keys are read every interval_s from `from_s` (this
   // validator's clock: a margin before its slot opens) to `until_s` (a
-  // margin after it closes; +inf while that is not known), every
-  // idle_interval_s before `from_s`, and no more after `until_s`: reads
-  // cost O(N) a window, not O(N) an interval for as long as a window is
-  // watched. A window never scheduled is read every interval_s throughout.
+  // margin after it closes), every idle_interval_s before `from_s`, and no
+  // more after `until_s`: reads cost O(N) a window, not O(N) an interval
+  // for as long as a window is watched.
   void schedule(std::uint64_t window, double from_s, double until_s);
+  // Windows not scheduled get times estimated from `t` (the slot's times
+  // widened by two blocks and a tenth of the time since `t`); and the
+  // windows watched reach on their own to the one after the window under
+  // way by `t`'s reckoning, so a node busy with a long window still watches
+  // the slots that open meanwhile. Without it, a window not scheduled is
+  // read every interval_s throughout.
+  void follow(const ChainTime& t);
   // Polls on its own thread every interval_s until destroyed.
   void start();
   // One poll of every watched key that is not in flight, on the calling
@@ -111,10 +130,13 @@ class Observer {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::uint64_t first_ = 0, last_ = 0;
+  std::uint64_t told_last_ = 0;  // the last window watch() named (extend() goes at most 8 past it)
   bool watching_ = false;
   std::map<std::uint16_t, std::shared_ptr<storage::ObjectStore>> stores_;
   std::map<Key, Entry> entries_;
   std::map<std::uint64_t, std::pair<double, double>> busy_;  // window -> [from, until] (schedule)
+  std::optional<ChainTime> chain_time_;                      // follow()
+  void extend(double now);                                   // caller holds mu_
   std::atomic<bool> stop_{false};
   std::vector<std::thread> threads_;
 };

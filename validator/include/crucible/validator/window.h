@@ -55,11 +55,11 @@ struct Upload {
   // What the window's steps need of a valid update, a few KB whatever the
   // model's size; the packet itself waits on disk (spool_path) until the
   // window is done: memory per upload is bounded, not the update's size.
-  Sketch sketch;             // of the decoded values (similarity.h)
-  IndexSignature signature;  // of its kept positions, keyed by the window's seed (copies)
-  double norm = 0;           // L2 norm of the decoded update (clipping)
-  bool timed_out = false;   // the store did not answer in time (the uid cools down)
-  std::uint64_t bytes = 0;  // bytes downloaded
+  Sketch sketch;                        // of the decoded values (similarity.h)
+  IndexSignature signature;             // of its kept positions, keyed by the window's seed (copies)
+  double norm = 0;                      // L2 norm of the decoded update (clipping)
+  bool timed_out = false;               // the store did not answer in time (the uid cools down)
+  std::uint64_t bytes = 0;              // bytes downloaded
   std::optional<Status> local_failure;  // this validator's own (its disk): the window stops, nobody is blamed
 
   bool valid() const { return uploaded && !rejection; }

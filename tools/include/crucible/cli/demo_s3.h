@@ -10,10 +10,11 @@
 #include <string>
 
 #include "crucible/common/status.h"
+#include "crucible/storage/storage_options.h"
 
 namespace crucible::cli {
 
-// A port nobody listens on now, on 127.0.0.1 (cmd_demo.cpp).
+// A port nobody listens on now, on 127.0.0.1.
 std::uint16_t demo_free_port();
 
 class DemoS3 {
@@ -28,6 +29,11 @@ class DemoS3 {
   // Creates node `name`'s user, read-only subuser and bucket; the [storage]
   // section of its config (URL and both key pairs).
   Result<std::string> storage_section(const std::string& name);
+  // The same, as options: user `name` (with its read-only subuser) and its
+  // bucket "crucible-<name>".
+  Result<storage::StorageOptions> user(const std::string& name);
+  // Another bucket owned by the user whose keys `user` holds; its options.
+  Result<storage::StorageOptions> bucket(storage::StorageOptions user, const std::string& bucket);
 
  private:
   DemoS3() = default;
