@@ -202,7 +202,7 @@ TEST_F(ObserverTest, FollowingTheChainItWatchesTheSlotsToComeOnItsOwn) {
   EXPECT_TRUE(read_at(115, 3));                // busy from 120 - 2 - (2 + 2) = 114
   EXPECT_FALSE(ob.observed(5, 5).first_poll);  // window 5's slot (t = 140) is not watched yet
   EXPECT_TRUE(read_at(129, 3));                // until 120 + 4 + 3 + 4 = 131
-  EXPECT_FALSE(read_at(132, 3));
+  EXPECT_FALSE(read_at(132, 3));               // then idle: 139 next
   // Nobody named window 5, yet it is watched as its slot comes (first read
   // at 129), and read every second from 140 - 2 - (2 + 4) = 132.
   EXPECT_TRUE(ob.observed(5, 5).first_poll);
@@ -213,12 +213,14 @@ TEST_F(ObserverTest, FollowingTheChainItWatchesTheSlotsToComeOnItsOwn) {
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].absent_at, 133);
   EXPECT_EQ(s[0].seen_at, 134);
-  EXPECT_TRUE(read_at(153, 5));  // until 140 + 4 + 3 + 6 = 153
-  EXPECT_FALSE(read_at(154, 5));
-  // An exact schedule (the slot's block is out) overrides the estimate.
+  EXPECT_TRUE(read_at(153, 5));   // until 140 + 4 + 3 + 6 = 153
+  EXPECT_FALSE(read_at(154, 5));  // past an estimated slot: idle, as the estimate may be wrong
+  EXPECT_TRUE(read_at(163, 5));
+  // An exact schedule (the slot's block is out) overrides the estimate: over is over.
   ob.schedule(5, 130, 160);
-  EXPECT_TRUE(read_at(156, 5));
-  EXPECT_FALSE(read_at(300, 3));  // window 3: over, never again
+  EXPECT_FALSE(read_at(180, 5));
+  ob.schedule(3, 114, 131);
+  EXPECT_FALSE(read_at(300, 3));
 }
 
 TEST_F(ObserverTest, ItsThreadPollsOnItsOwn) {

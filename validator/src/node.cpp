@@ -26,7 +26,7 @@ constexpr std::uint64_t kObservedBacklog = 3;
 // How often the observer looks again for the stores of registered miners
 // that had none readable (a miner starting now publishes its location).
 constexpr double kResolveRetryS = 1.0;
-// Block times are estimated over at most this many recent blocks.
+// Block times are estimated over the last this many blocks (to a quarter more).
 constexpr std::uint64_t kBlockTimeSpan = 32;
 // A validator without a permit says so at start and every this many windows.
 constexpr std::uint64_t kPermitWarningEvery = 10;
@@ -128,7 +128,7 @@ struct ValidatorNode::Impl {
   void schedule_slots(Observer& observer, std::uint64_t head, std::uint64_t first, std::uint64_t last) {
     auto top = io.chain->block(head);
     if (!top.is_ok()) return;
-    if (!block_time_base || block_time_base->number + 4 * kBlockTimeSpan < head) {
+    if (!block_time_base || block_time_base->number + kBlockTimeSpan + kBlockTimeSpan / 4 < head) {
       auto base = io.chain->block(head - std::min(head, kBlockTimeSpan));
       if (!base.is_ok()) return;
       block_time_base = *base;
@@ -140,7 +140,6 @@ struct ValidatorNode::Impl {
                     ? static_cast<double>(top->timestamp - std::min(top->timestamp, block_time_base->timestamp)) /
                           static_cast<double>(top->number - block_time_base->number)
                     : 0.0;
-    if (top->number >= block_time_base->number + 2 * kBlockTimeSpan) block_time_base = *top;
     // Before a slot: a block's jitter, two reads, the skew; after it: the
     // skew and three reads, so one read is past it.
     t.blocks_per_window = clock.blocks_per_window();

@@ -66,9 +66,11 @@ void Observer::extend(double now) {
 double Observer::interval_of(std::uint64_t window, double now) const {
   // Caller holds mu_.
   std::pair<double, double> times;
+  bool estimated = false;
   if (auto it = busy_.find(window); it != busy_.end()) {
     times = it->second;
   } else if (chain_time_ && chain_time_->block_s > 0) {
+    estimated = true;
     const ChainTime& t = *chain_time_;
     const double slot_block = static_cast<double>((window + 1) * t.blocks_per_window);
     const double opens = t.timestamp + (slot_block - static_cast<double>(t.block)) * t.block_s;
@@ -78,7 +80,10 @@ double Observer::interval_of(std::uint64_t window, double now) const {
     return o_.interval_s;
   }
   const auto [from, until] = times;
-  if (now > until) return std::numeric_limits<double>::infinity();
+  // Past an estimated slot, reads go on at the idle pace: an estimate can
+  // be wrong; past a known one, nothing more is to be seen.
+  if (now > until && !estimated) return std::numeric_limits<double>::infinity();
+  if (now > until) return o_.idle_interval_s > 0 ? o_.idle_interval_s : o_.interval_s;
   if (now < from) return o_.idle_interval_s > 0 ? o_.idle_interval_s : o_.interval_s;
   return o_.interval_s;
 }
