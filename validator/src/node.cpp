@@ -20,9 +20,11 @@ namespace fs = std::filesystem;
 namespace keys = protocol::keys;
 
 constexpr const char* kFirstWindowKey = "first_window";
-// Windows before the one under way whose keys are still observed: slots
-// that end in a later window than their own (short windows) stay covered.
-constexpr std::uint64_t kObservedBacklog = 3;
+// Windows before the one under way whose observations are kept while they
+// wait to be processed (their slots are over: they are not read again). A
+// validator busy with long windows falls behind by a few; one this far
+// behind has lost the windows before.
+constexpr std::uint64_t kObservedBacklog = 64;
 // How often the observer looks again for the stores of registered miners
 // that had none readable (a miner starting now publishes its location).
 constexpr double kResolveRetryS = 1.0;
