@@ -214,8 +214,9 @@ TEST_F(ObserverTest, FollowingTheChainItWatchesTheSlotsToComeOnItsOwn) {
   EXPECT_EQ(s[0].absent_at, 133);
   EXPECT_EQ(s[0].seen_at, 134);
   EXPECT_TRUE(read_at(153, 5));   // until 140 + 4 + 3 + 6 = 153
-  EXPECT_FALSE(read_at(154, 5));  // past an estimated slot: idle, as the estimate may be wrong
+  EXPECT_FALSE(read_at(154, 5));  // past an estimated slot: idle (the estimate may be wrong)...
   EXPECT_TRUE(read_at(163, 5));
+  EXPECT_FALSE(read_at(175, 5));  // and for a window's length (10 s) only
   // An exact schedule (the slot's block is out) overrides the estimate: over is over.
   ob.schedule(5, 130, 160);
   EXPECT_FALSE(read_at(180, 5));

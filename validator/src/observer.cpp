@@ -80,9 +80,11 @@ double Observer::interval_of(std::uint64_t window, double now) const {
     return o_.interval_s;
   }
   const auto [from, until] = times;
-  // Past an estimated slot, reads go on at the idle pace: an estimate can
-  // be wrong; past a known one, nothing more is to be seen.
-  if (now > until && !estimated) return std::numeric_limits<double>::infinity();
+  // Past an estimated slot, reads go on at the idle pace for a window's
+  // length (an estimate can be wrong); past a known one, nothing more is
+  // to be seen.
+  const double grace = estimated ? chain_time_->blocks_per_window * chain_time_->block_s : 0.0;
+  if (now > until + grace) return std::numeric_limits<double>::infinity();
   if (now > until) return o_.idle_interval_s > 0 ? o_.idle_interval_s : o_.interval_s;
   if (now < from) return o_.idle_interval_s > 0 ? o_.idle_interval_s : o_.interval_s;
   return o_.interval_s;

@@ -88,7 +88,8 @@ class Observer {
   void schedule(std::uint64_t window, double from_s, double until_s);
   // Windows not scheduled get times estimated from `t` (the slot's times
   // widened by two blocks and a tenth of the time since `t`; past them,
-  // reads go on every idle_interval_s, as an estimate may be wrong); and the
+  // reads go on every idle_interval_s for a window's length, as an
+  // estimate may be wrong); and the
   // windows watched reach on their own to the one after the window under
   // way by `t`'s reckoning, so a node busy with a long window still watches
   // the slots that open meanwhile. Without it, a window not scheduled is
