@@ -307,7 +307,14 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
   CRUCIBLE_RETURN_IF_ERROR(m.restore_model(*sets));
   CRUCIBLE_RETURN_IF_ERROR(m.replay_sets(*sets, cx));
   CRUCIBLE_ASSIGN_OR_RETURN(auto last, m.db->last_committed_window());
-  if (last) CRUCIBLE_RETURN_IF_ERROR(complete_progress(*last, m.st, cx));
+  if (last) {
+    CRUCIBLE_RETURN_IF_ERROR(complete_progress(*last, m.st, cx));
+    // A stop between the last window's record and its weights post: the
+    // post is made now, not lost (only if nothing was logged for its epoch).
+    if (Status s = post_missed_weights(*last, m.st, cx); !s.is_ok()) {
+      log::error("weights after a restart", {{"window", *last}, {"error", s.to_string()}});
+    }
+  }
   bool started = last.has_value();
   std::uint64_t next = last ? *last + 1 : 0;
   std::uint32_t done = 0;

@@ -284,6 +284,15 @@ Result<std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>>> fit_we
   return std::make_pair(std::move(out_uids), std::move(out_values));
 }
 
+Status post_missed_weights(std::uint64_t last, const ValidatorState& st, WindowContext& cx) {
+  const std::uint32_t every = cx.o.validator.weights_every;
+  if ((last + 1) % every != 0) return Status::ok();
+  CRUCIBLE_ASSIGN_OR_RETURN(auto logged, read_log(last / every, cx.db));
+  if (logged) return Status::ok();
+  log::info("posting the weights a stop cut off", {{"window", last}, {"epoch", last / every}});
+  return maybe_post_weights(last, st, cx);
+}
+
 Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx) {
   const std::uint32_t every = cx.o.validator.weights_every;
   const bool posting = (w + 1) % every == 0;

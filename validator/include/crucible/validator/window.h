@@ -212,6 +212,11 @@ Status complete_progress(std::uint64_t last, const ValidatorState& st, WindowCon
 // twice; on commit-reveal subnets, every window also reveals the commits
 // whose reveal epoch has come.
 Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowContext& cx);
+// After a restart: when `last` was a posting window and nothing is logged
+// for its epoch (the node stopped between the window's record and its
+// post), the post is made now. A logged one (sent or not) is left to the
+// next window's maybe_post_weights, which never posts twice.
+Status post_missed_weights(std::uint64_t last, const ValidatorState& st, WindowContext& cx);
 
 // The subnet's rules for a weights vector (subnets/weights.rs check_length
 // and max_weight_limited at opentensor/subtensor 14bc6f9), applied before
