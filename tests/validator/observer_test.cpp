@@ -57,6 +57,19 @@ class ObserverTest : public ::testing::Test {
     clock_->set(t, step);
     ob.poll_round();
   }
+  // Reads every second around a slot, every 10 s before it.
+  static ObserverOptions scheduled() {
+    ObserverOptions o;
+    o.interval_s = 1;
+    o.idle_interval_s = 10;
+    return o;
+  }
+  // Whether window w's key of uid 5 was read at t (its last answered read began then).
+  bool read_at(Observer& ob, double t, std::uint64_t w) {
+    clock_->set(t);
+    ob.poll_due();
+    return ob.observed(5, w).last_poll == t;
+  }
   void put(std::uint64_t w, std::uint8_t fill, std::size_t n = 32) {
     ASSERT_TRUE(store_->put(keys::commitment(w), Bytes(n, fill)).is_ok());
   }
@@ -145,18 +158,10 @@ TEST_F(ObserverTest, AStoreThatFailsIsNotAskedAgainThatWindow) {
 }
 
 TEST_F(ObserverTest, AScheduledWindowIsReadOftenOnlyAroundItsSlot) {
-  ObserverOptions o;
-  o.interval_s = 1;
-  o.idle_interval_s = 10;
-  Observer ob = make(o);
+  Observer ob = make(scheduled());
   ob.watch(2, 3, {Watched{5, store_}});
   ob.schedule(2, 100, 110);  // window 3 is never scheduled: read every interval
-  // Whether window w's key was read at t (its last answered read began then).
-  auto read_at = [&](double t, std::uint64_t w) {
-    clock_->set(t);
-    ob.poll_due();
-    return ob.observed(5, w).last_poll == t;
-  };
+  auto read_at = [&](double t, std::uint64_t w) { return this->read_at(ob, t, w); };
   EXPECT_TRUE(read_at(50, 2));  // never read: due at once
   EXPECT_TRUE(ob.observed(5, 3).last_poll == 50);
   EXPECT_FALSE(read_at(51, 2));  // before its busy time: every idle interval
@@ -183,20 +188,13 @@ TEST_F(ObserverTest, AScheduledWindowIsReadOftenOnlyAroundItsSlot) {
 // open, and watches windows the node has not named yet (it may be busy
 // with a long window): a commitment made in such a slot is seen in time.
 TEST_F(ObserverTest, FollowingTheChainItWatchesTheSlotsToComeOnItsOwn) {
-  ObserverOptions o;
-  o.interval_s = 1;
-  o.idle_interval_s = 10;
-  Observer ob = make(o);
+  Observer ob = make(scheduled());
   ob.watch(2, 3, {Watched{5, store_}});
   // Block 20 at t = 100, a block a second, 10 a window: window w's slot
   // opens at t = 100 + (10 (w + 1) - 20), 4 s long; busy from 2 s before
   // (less 2 blocks and a tenth of the time ahead) to 3 s after (plus as much).
   ob.follow(ChainTime{20, 100, 1.0, 10, 4, 2, 3});
-  auto read_at = [&](double t, std::uint64_t w) {
-    clock_->set(t);
-    ob.poll_due();
-    return ob.observed(5, w).last_poll == t;
-  };
+  auto read_at = [&](double t, std::uint64_t w) { return this->read_at(ob, t, w); };
   EXPECT_TRUE(read_at(100, 3));                // never read: due at once
   EXPECT_FALSE(read_at(109, 3));               // window 3's slot opens at 120: idle, every 10 s
   EXPECT_TRUE(read_at(115, 3));                // busy from 120 - 2 - (2 + 2) = 114
