@@ -119,14 +119,6 @@ std::string http_get(std::uint16_t port, const std::string& path) {
   return out;
 }
 
-std::uint16_t free_port() {
-  for (;;) {
-    const auto port = static_cast<std::uint16_t>(20000 + std::random_device()() % 30000);
-    const std::string probe = http_get(port, "/");
-    if (probe.empty()) return port;
-  }
-}
-
 struct ProcStats {
   double peak_rss_mb = 0;
   double cpu_s = 0;
@@ -231,7 +223,7 @@ Measured run_one(const Args& a, int n, const cli::NodeConfig& net, const fs::pat
   must(rpc.call("evm_setIntervalMining", nlohmann::json::array({1})).status(), "interval mining");
 
   // The validator, judging from `first`.
-  const std::uint16_t api_port = free_port();
+  const std::uint16_t api_port = cli::demo_free_port();
   const fs::path vtoml = run / "validator.toml";
   std::ofstream(vtoml) << fmt::format(R"([log]
 format = "text"

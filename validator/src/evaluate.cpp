@@ -92,18 +92,14 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   // (all valid updates while none is admitted): newcomers never decide it.
   // Norms come from the compressed form; only an update under evaluation is
   // decoded, one at a time (a dense update is the model's size).
-  std::map<std::uint16_t, double> norms;
   std::map<std::uint16_t, Upload*> by_uid;
+  std::vector<double> all_norms, admitted_norms;
   for (auto& u : uploads) {
     if (!u.valid()) continue;
     by_uid[u.uid] = &u;
-    norms[u.uid] = u.norm;
-  }
-  std::vector<double> all_norms, admitted_norms;
-  for (auto& [u, n] : norms) {
-    all_norms.push_back(n);
-    auto it = st.scores.find(u);
-    if (it != st.scores.end() && admitted(it->second, cx.o.protocol.scoring)) admitted_norms.push_back(n);
+    all_norms.push_back(u.norm);
+    auto it = st.scores.find(u.uid);
+    if (it != st.scores.end() && admitted(it->second, cx.o.protocol.scoring)) admitted_norms.push_back(u.norm);
   }
   const auto& basis = admitted_norms.empty() ? all_norms : admitted_norms;
   const double median = basis.empty() ? 0 : kernels::median_of(basis);
@@ -133,7 +129,8 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     CRUCIBLE_ASSIGN_OR_RETURN(auto own, own_tokens_of(who, w, cx.o.validator.eval_batches, cx));
     const auto n_own = samples_in(own, cx);
     CRUCIBLE_ASSIGN_OR_RETURN(auto before_own, cx.replica.sample_losses(own, n_own));
-    const double clip = norms[who] > median && norms[who] > 0 ? median / norms[who] : 1.0;
+    const double norm = by_uid.at(who)->norm;
+    const double clip = norm > median && norm > 0 ? median / norm : 1.0;
     const double scale = cx.o.protocol.outer_lr * cx.o.validator.eval_lr_factor * clip;
     auto after = cx.replica.probe_samples(update, scale, own, n_own, rand_tokens, n_rand);
     metrics::global().add(metrics::Counter::kEvaluations);

@@ -169,8 +169,12 @@ Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_
   return u;
 }
 
+std::filesystem::path spool_dir(const WindowContext& cx, std::uint64_t w) {
+  return std::filesystem::path(cx.o.validator.state_dir) / "spool" / std::to_string(w);
+}
+
 std::filesystem::path spool_path(const WindowContext& cx, std::uint64_t w, std::uint16_t uid) {
-  return std::filesystem::path(cx.o.validator.state_dir) / "spool" / std::to_string(w) / fmt::format("{}.crg", uid);
+  return spool_dir(cx, w) / fmt::format("{}.crg", uid);
 }
 
 Result<std::vector<kernels::CompressedTensor>> spooled_update(std::uint64_t w, std::uint16_t uid, WindowContext& cx) {

@@ -85,8 +85,7 @@ double Observer::interval_of(std::uint64_t window, double now) const {
   // to be seen.
   const double grace = estimated ? chain_time_->blocks_per_window * chain_time_->block_s : 0.0;
   if (now > until + grace) return std::numeric_limits<double>::infinity();
-  if (now > until) return o_.idle_interval_s > 0 ? o_.idle_interval_s : o_.interval_s;
-  if (now < from) return o_.idle_interval_s > 0 ? o_.idle_interval_s : o_.interval_s;
+  if (now > until || now < from) return o_.idle_interval_s > 0 ? o_.idle_interval_s : o_.interval_s;
   return o_.interval_s;
 }
 
@@ -140,23 +139,18 @@ void Observer::loop() {
   }
 }
 
-void Observer::poll_round() {
+void Observer::poll_picked(Pick pick) {
   std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> all;
   {
     std::lock_guard lk(mu_);
-    all = due(clock_->unix_seconds(), Pick::kEveryKey);
+    all = due(clock_->unix_seconds(), pick);
   }
   for (const auto& [key, store] : all) poll(key, store);
 }
 
-void Observer::poll_due() {
-  std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> all;
-  {
-    std::lock_guard lk(mu_);
-    all = due(clock_->unix_seconds(), Pick::kAllDue);
-  }
-  for (const auto& [key, store] : all) poll(key, store);
-}
+void Observer::poll_round() { poll_picked(Pick::kEveryKey); }
+
+void Observer::poll_due() { poll_picked(Pick::kAllDue); }
 
 void Observer::poll(const Key& key, const std::shared_ptr<storage::ObjectStore>& store) {
   const double start = clock_->unix_seconds();

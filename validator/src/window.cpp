@@ -51,7 +51,7 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
   const auto t0 = std::chrono::steady_clock::now();
   // Valid packets wait on disk until the window is done (gather.cpp);
   // whatever an earlier, interrupted window left there goes first.
-  const std::filesystem::path spool = spool_path(cx, w, 0).parent_path();
+  const std::filesystem::path spool = spool_dir(cx, w);
   std::error_code ec;
   std::filesystem::remove_all(spool.parent_path(), ec);
   struct Cleanup {

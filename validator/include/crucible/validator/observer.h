@@ -123,6 +123,7 @@ class Observer {
   void poll(const Key& key, const std::shared_ptr<storage::ObjectStore>& store);
   enum class Pick { kMostOverdue, kAllDue, kEveryKey };
   std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> due(double now, Pick pick);
+  void poll_picked(Pick pick);  // due(now, pick), polled on the calling thread
   // Seconds between two polls of a key of `window` at `now`; +inf: not polled.
   double interval_of(std::uint64_t window, double now) const;
   void loop();

@@ -118,7 +118,9 @@ struct WindowContext {
 inline std::uint64_t window_seed(std::uint64_t private_seed, std::uint64_t w) {
   return private_seed ^ (w * kWindowSeedMixer);
 }
-// Where a valid upload's packet waits until its window is done.
+// Where window w's valid packets wait until it is done (state_dir/spool/{w}),
+// and one uid's.
+std::filesystem::path spool_dir(const WindowContext& cx, std::uint64_t w);
 std::filesystem::path spool_path(const WindowContext& cx, std::uint64_t w, std::uint16_t uid);
 // A valid upload's update, read back from its spooled packet.
 Result<std::vector<kernels::CompressedTensor>> spooled_update(std::uint64_t w, std::uint16_t uid, WindowContext& cx);
