@@ -23,8 +23,8 @@ using ::testing::HasSubstr;
 
 // A /v1/miners/{uid} body around a score: an honest, evaluated miner, then `change`.
 std::string miner_body(const json& change, const json& last = {{"window", 9}, {"valid", true}, {"steps_behind", 0}}) {
-  json score = {{"final", 0.5}, {"ordinal", 2.0}, {"mu", 26.0},      {"sigma", 8.0},       {"bma", 0.5},
-                {"sync", 1.0},  {"penalty", 1.0}, {"zeroed", false}, {"last_evaluated", 9}};
+  json score = {{"final", 0.5}, {"evidence", 0.9}, {"trust", 1.0},    {"bma", 0.5},
+                {"sync", 1.0},  {"penalty", 1.0},  {"zeroed", false}, {"last_evaluated", 9}};
   if (change.is_object()) score.update(change);
   return json{{"uid", 3}, {"score", score}, {"history", json::array({last})}}.dump();
 }
@@ -52,12 +52,13 @@ TEST(StatusExplain, Rejection) {
   EXPECT_THAT((*r)[0].todo, HasSubstr("fewer miner.inner_steps"));
 }
 
-TEST(StatusExplain, Rating) {
-  auto r = cli::explain_zero(miner_body({{"final", 0.0}, {"ordinal", -1.5}}));
+TEST(StatusExplain, Evidence) {
+  auto r = cli::explain_zero(miner_body({{"final", 0.0}, {"evidence", -0.25}}));
   ASSERT_TRUE(r.is_ok());
   ASSERT_EQ(r->size(), 1u);
-  EXPECT_EQ((*r)[0].factor, "rating");
-  EXPECT_THAT((*r)[0].why, HasSubstr("-1.500"));
+  EXPECT_EQ((*r)[0].factor, "evidence");
+  EXPECT_THAT((*r)[0].why, HasSubstr("-0.250"));
+  EXPECT_THAT((*r)[0].why, HasSubstr("common norm"));
 }
 
 TEST(StatusExplain, Bma) {

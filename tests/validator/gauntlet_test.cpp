@@ -176,19 +176,28 @@ TEST(Gauntlet, FinalScoreCombinesTheFactors) {
   std::map<std::uint16_t, MinerScore> s;
   WindowInput in;
   in.window = 10;
-  in.evaluations = {eval(1, 4, 3, 5, 4), eval(2, 4, 3.95, 5, 4.9)};  // uid 2: own 1.25% < random 2%
-  in.uploaded = {1, 2};
-  in.candidates = {1, 2, 3};
-  in.steps_behind = {{1, 0.0}, {2, 1.5}};
+  in.evaluations = {eval(1, 4, 3, 5, 4),        // own 25% > random 20%: the window's best
+                    eval(2, 4, 3.5, 5, 4.6),    // own 12.5% > random 8%: 0.4 of the best
+                    eval(4, 4, 3.95, 5, 4.9)};  // own 1.25% < random 2%: binary -1
+  in.uploaded = {1, 2, 4};
+  in.candidates = {1, 2, 3, 4};
+  in.steps_behind = {{1, 0.0}, {2, 1.5}, {4, 0.0}};
   score_window(s, in, p);
-  // uid 1: ranked first, binary +1 -> BMA 0.05, sync 1.
+  // uid 1: evidence 1, binary +1 -> BMA 0.05, which is all it could be after
+  // one indicator: trust 1; sync 1.
   EXPECT_DOUBLE_EQ(s[1].bma, 0.05);
-  EXPECT_GT(s[1].rating.mu, 25);
-  EXPECT_NEAR(s[1].final_score, s[1].rating.ordinal() * 0.05 * 1.0 * 1.0, 1e-12);
-  // uid 2: binary -1 -> BMA -0.05 -> max(0, BMA) = 0.
-  EXPECT_DOUBLE_EQ(s[2].bma, -0.05);
-  EXPECT_DOUBLE_EQ(s[2].final_score, 0.0);
+  EXPECT_EQ(s[1].judged, 1u);
+  EXPECT_NEAR(trust(s[1], p), 1.0, 1e-12);
+  EXPECT_DOUBLE_EQ(s[1].evidence, 1.0);
+  EXPECT_NEAR(s[1].final_score, 1.0, 1e-12);
+  // uid 2: evidence 0.4, trust 1, sync (1 - 1.5/3)^2.5.
+  EXPECT_NEAR(s[2].evidence, 0.4, 1e-12);
   EXPECT_NEAR(s[2].sync, std::pow(0.5, 2.5), 1e-15);
+  EXPECT_NEAR(s[2].final_score, 0.4 * std::pow(0.5, 2.5), 1e-12);
+  // uid 4: it helped (evidence 0.1) but not on its own data: BMA -0.05 -> trust 0.
+  EXPECT_DOUBLE_EQ(s[4].bma, -0.05);
+  EXPECT_DOUBLE_EQ(trust(s[4], p), 0.0);
+  EXPECT_DOUBLE_EQ(s[4].final_score, 0.0);
   // uid 3 uploaded nothing: penalty 0.75, and it waits longer.
   EXPECT_DOUBLE_EQ(s[3].penalty, 0.75);
   EXPECT_EQ(s[3].waiting, 2u);
@@ -199,6 +208,61 @@ TEST(Gauntlet, FinalScoreCombinesTheFactors) {
   score_window(s, in, p);
   EXPECT_DOUBLE_EQ(s[3].penalty, 0.75 * 0.75);
   EXPECT_DOUBLE_EQ(s[1].penalty, 1.0);
+  EXPECT_DOUBLE_EQ(s[4].penalty, 0.75);
+  EXPECT_NEAR(s[1].final_score, 1.0, 1e-12);  // not evaluated: what its record says
+}
+
+// Trust is the BMA without its start-up bias: the share of checks passed
+// over failed, recent ones weighing more, whatever the uid's age.
+TEST(Gauntlet, TrustIsTheBmaWithoutItsStartUpBias) {
+  ScoringParams p;
+  MinerScore s;
+  EXPECT_EQ(trust(s, p), 0.0);  // nothing judged yet
+  auto judge = [&](int binary) {
+    s.bma = (1 - p.bma_alpha) * s.bma + p.bma_alpha * binary;
+    ++s.judged;
+  };
+  for (int i = 0; i < 3; ++i) judge(+1);
+  EXPECT_NEAR(trust(s, p), 1.0, 1e-12);  // a newcomer that always passed: as trusted as a veteran
+  for (int i = 0; i < 100; ++i) judge(+1);
+  EXPECT_NEAR(trust(s, p), 1.0, 1e-12);
+  judge(-1);  // one failure among many passes costs a share, not everything
+  EXPECT_GT(trust(s, p), 0.85);
+  EXPECT_LT(trust(s, p), 1.0);
+  for (int i = 0; i < 30; ++i) judge(-1);  // failing from now on: trust goes
+  EXPECT_EQ(trust(s, p), 0.0);
+  // Three of four passed: 0.5 or so, more when the failure is older.
+  MinerScore a, b;
+  for (int x : {-1, 1, 1, 1}) a.bma = (1 - p.bma_alpha) * a.bma + p.bma_alpha * x, ++a.judged;
+  for (int x : {1, 1, 1, -1}) b.bma = (1 - p.bma_alpha) * b.bma + p.bma_alpha * x, ++b.judged;
+  EXPECT_GT(trust(a, p), trust(b, p));
+  EXPECT_NEAR(trust(a, p) + trust(b, p), 1.0, 0.1);
+}
+
+// Equal work earns alike (issue #28): honest uids whose gains differ by
+// measurement noise get shares that differ by that noise, not by rank: over
+// ten windows of four equal uids whose gains are 2% ± 10% noise, none ends
+// below half the mean weight (under ranking, one took nearly all).
+TEST(Gauntlet, EqualWorkEarnsAlike) {
+  ScoringParams p;
+  for (std::uint64_t seed = 1; seed <= 10; ++seed) {
+    std::map<std::uint16_t, MinerScore> s;
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<double> noise(0.0, 0.1);
+    WindowInput in;
+    in.uploaded = in.candidates = {1, 2, 3, 4};
+    for (std::uint64_t w = 1; w <= 10; ++w) {
+      in.window = w;
+      in.evaluations.clear();
+      for (std::uint16_t u : in.uploaded) {
+        const double g = 0.02 * (1 + noise(rng));
+        in.evaluations.push_back(eval(u, 4, 4 * (1 - 1.5 * g), 5, 5 * (1 - g)));
+      }
+      score_window(s, in, p);
+    }
+    auto w = weights(s, p);
+    for (std::uint16_t u : in.uploaded) EXPECT_GT(w[u], 0.5 * 0.25) << "seed " << seed << " uid " << u;
+  }
 }
 
 // No final score before min_evaluations evaluated windows: one lucky
@@ -227,26 +291,33 @@ TEST(Gauntlet, NoScoreBeforeSeveralEvaluatedWindows) {
   EXPECT_EQ(t[1].evaluations, 0u);
 }
 
-TEST(Gauntlet, TwoNegativeFactorsNeverMakeAPositiveScore) {
+TEST(Gauntlet, NoFactorMakesTheFinalScoreNegative) {
   ScoringParams p;
   std::map<std::uint16_t, MinerScore> s;
-  s[7].rating = Rating{5, 5};  // ordinal -10
+  s[7].evidence = -0.5;  // its updates raised the loss
   s[7].bma = -0.5;
+  s[7].judged = 20;
   s[7].evaluations = 5;  // a record, not evaluated in this window
   WindowInput in;
   in.window = 1;
   in.candidates = {7};
   in.uploaded = {7};
   score_window(s, in, p);
-  EXPECT_LT(s[7].rating.ordinal(), 0);
-  EXPECT_LE(s[7].final_score, 0.0);  // -10 * max(0, -0.5) = 0, not +5
-  auto w = weights(s, p);
-  EXPECT_DOUBLE_EQ(w[7], 0.0);
-  // A negative ordinal with a positive BMA stays negative and gets no weight.
+  EXPECT_EQ(s[7].final_score, 0.0);  // max(0, -0.5) * max(0, -0.5): 0, not +0.25
+  EXPECT_DOUBLE_EQ(weights(s, p)[7], 0.0);
+  // A harmful update with a positive BMA: still 0, never negative.
   s[7].bma = 0.5;
   score_window(s, in, p);
-  EXPECT_LT(s[7].final_score, 0.0);
-  EXPECT_DOUBLE_EQ(weights(s, p)[7], 0.0);
+  EXPECT_EQ(s[7].final_score, 0.0);
+  // Helpful, but failing its own-data checks: 0.
+  s[7].evidence = 0.5;
+  s[7].bma = -0.5;
+  score_window(s, in, p);
+  EXPECT_EQ(s[7].final_score, 0.0);
+  s[7].bma = 0.5;
+  score_window(s, in, p);
+  EXPECT_GT(s[7].final_score, 0.0);
+  EXPECT_DOUBLE_EQ(weights(s, p)[7], 1.0);
 }
 
 TEST(Gauntlet, InvalidUpdatesRankLastAndScoreZero) {

@@ -1055,5 +1055,56 @@ TEST_F(ValidatorInProcess, SyncNeedsTheSignedDigestOfTheValidatorsModel) {
   EXPECT_EQ(behind.at(unbound.uid), cap);
 }
 
+// Scoring that a norm cannot game (issue #28): every update is evaluated at
+// the window's median norm, so a miner that multiplies its update by k > 0
+// is measured on exactly what the unscaled update shows. Three uids with a
+// record set the median (a newcomer never does); the fourth, a newcomer,
+// commits its update scaled by each k in turn, and the real evaluate judges
+// it every time on the same samples.
+TEST_F(ValidatorInProcess, ScalingAnUpdateChangesNothingItIsScoredOn) {
+  auto p = parts();
+  WindowContext cx = context(*p);
+  const std::uint64_t w = 3;
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+  const double in_slot = slot_start_of(w) + 1;
+  ValidatorState st;
+  for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+    Miner& m = add_miner();
+    upload(m, w, honest_packet(m, w, 0.01f, seed), in_slot);
+    st.scores[m.uid].evaluations = 1;  // a record, valid when last evaluated: admitted
+  }
+  Miner& scaler = add_miner();
+  auto judged = [&](float k, double at) {
+    upload(scaler, w, honest_packet(scaler, w, 0.01f * k, 9), at);
+    auto uploads = gather_once(w, cx);
+    EXPECT_TRUE(uploads.is_ok()) << uploads.status();
+    if (!uploads.is_ok()) return Evaluation{};
+    auto evaluated = evaluate(w, *uploads, st, cx);
+    EXPECT_TRUE(evaluated.is_ok()) << evaluated.status();
+    if (!evaluated.is_ok()) return Evaluation{};
+    EXPECT_EQ(evaluated->input.evaluations.size(), 4u);
+    for (const auto& e : evaluated->input.evaluations)
+      if (e.uid == scaler.uid) return e;
+    ADD_FAILURE() << "the scaled update was not evaluated";
+    return Evaluation{};
+  };
+  const Evaluation base = judged(1.0f, in_slot);
+  ASSERT_TRUE(base.valid) << base.reason;
+  ASSERT_NE(base.loss_after_rand, base.loss_before_rand);  // the update moved the model
+  const double gain = (base.loss_before_rand - base.loss_after_rand) / base.loss_before_rand;
+  const double own_gain = (base.loss_before_own - base.loss_after_own) / base.loss_before_own;
+  double at = in_slot;
+  for (float k : {0.25f, 2.0f, 4.0f, 50.0f}) {
+    SCOPED_TRACE(fmt::format("k = {}", k));
+    const Evaluation e = judged(k, at += 0.1);
+    ASSERT_TRUE(e.valid) << e.reason;
+    EXPECT_EQ(e.loss_before_rand, base.loss_before_rand);
+    // Equal but for float rounding in the decode (k·u, then scaled back).
+    EXPECT_NEAR(gradient_score(e), gain, 1e-4 * std::abs(gain));
+    EXPECT_NEAR((e.loss_before_own - e.loss_after_own) / e.loss_before_own, own_gain, 1e-4 * std::abs(own_gain));
+    EXPECT_EQ(binary_indicator(e), binary_indicator(base));
+  }
+}
+
 }  // namespace
 }  // namespace crucible::validator

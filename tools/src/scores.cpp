@@ -55,13 +55,13 @@ Result<std::string> format_scores(const std::string& text) {
                    [](const auto& a, const auto& b) { return a.value("final", 0.0) > b.value("final", 0.0); });
   std::string out =
       fmt::format("window {}\n", j.contains("window") && !j["window"].is_null() ? j["window"].dump() : "-");
-  out += fmt::format("{:>5}  {:>10}  {:>8}  {:>7}  {:>7}  {:>6}  {:>8}  {:>14}\n", "uid", "final", "mu", "sigma", "bma",
-                     "sync", "weight", "last evaluated");
+  out += fmt::format("{:>5}  {:>10}  {:>8}  {:>7}  {:>7}  {:>6}  {:>8}  {:>14}\n", "uid", "final", "evidence", "trust",
+                     "bma", "sync", "weight", "last evaluated");
   for (const auto& r : rows) {
     std::string last =
         r.contains("last_evaluated") && r["last_evaluated"].is_number() ? r["last_evaluated"].dump() : "-";
     out += fmt::format("{:>5}  {:>10.4f}  {:>8.3f}  {:>7.3f}  {:>7.3f}  {:>6.3f}  {:>8.4f}  {:>14}\n",
-                       r.value("uid", 0), r.value("final", 0.0), r.value("mu", 0.0), r.value("sigma", 0.0),
+                       r.value("uid", 0), r.value("final", 0.0), r.value("evidence", 0.0), r.value("trust", 0.0),
                        r.value("bma", 0.0), r.value("sync", 0.0), r.value("weight", 0.0), last);
   }
   return out;

@@ -84,14 +84,14 @@ Result<std::vector<ZeroFactor>> explain_zero(std::string_view miner_json) {
                    reason.empty() ? "see the window's rejections in the score API (/v1/windows/{w})"
                                   : advice_for_rejection(reason)});
   }
-  if (const double ordinal = number(s, "ordinal", 0);
-      ordinal <= 0 && s.contains("last_evaluated") && !s["last_evaluated"].is_null()) {
-    out.push_back({"rating",
-                   fmt::format("its rating μ − 3σ is {:.3f} (μ {:.2f}, σ {:.2f}): too few evaluations yet, or it "
-                               "ranked low against the others",
-                               ordinal, number(s, "mu", 0), number(s, "sigma", 0)),
-                   "keep uploading valid updates every window: σ shrinks with each evaluation and μ rises when its "
-                   "updates beat others'"});
+  if (const double evidence = number(s, "evidence", 0);
+      evidence <= 0 && s.contains("last_evaluated") && !s["last_evaluated"].is_null()) {
+    out.push_back({"evidence",
+                   fmt::format("its evidence is {:.3f}: applied at the window's common norm, its updates lowered the "
+                               "loss on random data by nothing against the best update of their windows",
+                               evidence),
+                   "train every window on the uid's assigned samples from the network's current model; an update "
+                   "that does not help (noise, a stale model) earns nothing"});
   }
   if (const double bma = number(s, "bma", 0);
       bma <= 0 && s.contains("last_evaluated") && !s["last_evaluated"].is_null()) {

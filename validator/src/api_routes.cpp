@@ -93,10 +93,11 @@ Result<std::map<std::uint16_t, MinerScore>> all_scores(storage::StateStore& db) 
   return out;
 }
 
-json score_json(std::uint16_t uid, const MinerScore& s, double weight) {
+json score_json(std::uint16_t uid, const MinerScore& s, double weight, const ScoringParams& p) {
   json j = to_json(s);
   j["uid"] = uid;
   j["weight"] = weight;
+  j["trust"] = trust(s, p);
   return j;
 }
 
@@ -105,7 +106,7 @@ ApiResponse scores(storage::StateStore& db, const ScoringParams& p) {
   if (!s.is_ok()) return error(500, s.status().to_string());
   auto w = weights(*s, p);
   json list = json::array();
-  for (const auto& [uid, score] : *s) list.push_back(score_json(uid, score, w[uid]));
+  for (const auto& [uid, score] : *s) list.push_back(score_json(uid, score, w[uid], p));
   auto last = db.last_committed_window();
   json body = {{"uids", list}};
   body["window"] = last.is_ok() && *last ? json(**last) : json(nullptr);
@@ -128,7 +129,8 @@ ApiResponse miner(storage::StateStore& db, const ScoringParams& p, std::string_v
     r["window"] = parse_int<std::uint64_t>(std::string_view(k).substr(prefix.size())).value_or(0);
     history.push_back(std::move(r));
   }
-  return reply(200, paged(history, page, {{"uid", *uid}, {"score", score_json(*uid, (*s)[*uid], w[*uid])}}, "history"));
+  return reply(200,
+               paged(history, page, {{"uid", *uid}, {"score", score_json(*uid, (*s)[*uid], w[*uid], p)}}, "history"));
 }
 
 ApiResponse window(storage::StateStore& db, std::string_view arg) {

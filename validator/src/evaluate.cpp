@@ -88,8 +88,11 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   const std::uint64_t seed = window_seed(cx.private_seed, w);
   const auto chosen =
       choose_for_evaluation(valid, st.scores, cx.o.validator.eval_per_window, cx.o.validator.eval_newcomers, seed);
-  // Clip to the median norm of the window's valid updates from admitted uids
-  // (all valid updates while none is admitted): newcomers never decide it.
+  // Every update is evaluated at one norm, the median of the window's valid
+  // updates from admitted uids (all valid updates while none is admitted):
+  // only its direction counts, so scaling an update by any k > 0 changes
+  // nothing it is scored on (docs/protocol.md §6), and newcomers never
+  // decide the norm.
   // Norms come from the compressed form; only an update under evaluation is
   // decoded, one at a time (a dense update is the model's size).
   std::map<std::uint16_t, Upload*> by_uid;
@@ -130,8 +133,8 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     const auto n_own = samples_in(own, cx);
     CRUCIBLE_ASSIGN_OR_RETURN(auto before_own, cx.replica.sample_losses(own, n_own));
     const double norm = by_uid.at(who)->norm;
-    const double clip = norm > median && norm > 0 ? median / norm : 1.0;
-    const double scale = cx.o.protocol.outer_lr * cx.o.validator.eval_lr_factor * clip;
+    const double to_median = norm > 0 ? median / norm : 0.0;  // a zero update stays zero
+    const double scale = cx.o.protocol.outer_lr * cx.o.validator.eval_lr_factor * to_median;
     auto after = cx.replica.probe_samples(update, scale, own, n_own, rand_tokens, n_rand);
     metrics::global().add(metrics::Counter::kEvaluations);
     Evaluation e{who, true, "", model::mean_loss(before_own), 0, model::mean_loss(before_rand), 0};

@@ -66,6 +66,12 @@ bool admitted(const MinerScore& s, const ScoringParams& p) {
   return s.evaluations > 0 && !s.zeroed && s.evidence >= p.admit_ratio;
 }
 
+double trust(const MinerScore& s, const ScoringParams& p) {
+  if (s.judged == 0 || !(s.bma > 0)) return 0.0;
+  const double weight = 1.0 - std::pow(1.0 - p.bma_alpha, static_cast<double>(s.judged));
+  return weight > 0 ? std::min(1.0, s.bma / weight) : 0.0;
+}
+
 namespace {
 
 // 1-based ranks of `ranked` (valid first, by gradient score, higher first):
@@ -119,6 +125,7 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
   for (const auto& e : in.evaluations) {
     MinerScore& s = scores[e.uid];
     s.bma = (1 - p.bma_alpha) * s.bma + p.bma_alpha * binary_indicator(e);
+    ++s.judged;
     s.last_gradient_score = gradient_score(e);
     if (e.valid) {
       const double relative = best > 0 ? s.last_gradient_score / best : 0.0;
@@ -138,11 +145,14 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
     s.penalty = uploaded.count(uid) ? 1.0 : s.penalty * p.missing_penalty;
   }
   for (const auto& [uid, x] : in.steps_behind) scores[uid].sync = sync_score(x, p);
+  // What an update is worth (its gain at the common norm relative to the
+  // window's best, averaged), times whether the uid trains on its own data,
+  // keeps in sync and uploads: every factor in [0, 1], none a rank, so
+  // updates equal but for measurement noise earn alike (docs/protocol.md §6).
   for (auto& [uid, s] : scores) {
-    // max(0, BMA): a negative BMA never turns a negative ordinal into a positive score.
     s.final_score = s.zeroed || s.evaluations < p.min_evaluations
                         ? 0.0
-                        : s.rating.ordinal() * std::max(0.0, s.bma) * s.sync * s.penalty;
+                        : std::max(0.0, s.evidence) * trust(s, p) * s.sync * s.penalty;
   }
 }
 

@@ -32,6 +32,7 @@ json to_json(const MinerScore& s) {
           {"last_gradient_score", s.last_gradient_score},
           {"evidence", s.evidence},
           {"evaluations", s.evaluations},
+          {"judged", s.judged},
           {"hotkey", s.hotkey ? json(to_hex(*s.hotkey)) : json(nullptr)},
           {"final", s.final_score}};
 }
@@ -52,6 +53,7 @@ MinerScore score_from_json(const json& j) {
   s.final_score = j.value("final", 0.0);
   s.evidence = j.value("evidence", 0.0);
   s.evaluations = j.value("evaluations", 0u);
+  s.judged = j.value("judged", s.evaluations);  // records from before it was kept: about as many
   if (j.contains("hotkey") && j["hotkey"].is_string()) {
     if (auto h = from_hex_fixed<32>(j["hotkey"].get<std::string>()); h.is_ok()) s.hotkey = *h;
   }

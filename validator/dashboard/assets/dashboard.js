@@ -109,11 +109,11 @@ function scoresTable(uids) {
   const sorted = uids.slice().sort((a, b) => b.final - a.final || a.uid - b.uid);
   const rows = sorted.map((s) =>
     h("tr", {}, h("td", {}, h("a", { href: `/uid/${s.uid}`, class: "uid" }, String(s.uid))),
-      h("td", {}, fmt(s.final)), h("td", {}, fmt(s.weight)), h("td", {}, fmt(s.ordinal, 2)),
-      h("td", {}, fmt(s.bma)), h("td", {}, fmt(s.sync, 2)), h("td", {}, fmt(s.penalty, 2)),
+      h("td", {}, fmt(s.final)), h("td", {}, fmt(s.weight)), h("td", {}, fmt(s.evidence)),
+      h("td", {}, fmt(s.trust)), h("td", {}, fmt(s.sync, 2)), h("td", {}, fmt(s.penalty, 2)),
       h("td", {}, s.last_evaluated ?? "–"),
       h("td", { class: s.zeroed ? "bad text" : "text" }, s.zeroed ? "invalid last window" : "")));
-  return table([["uid"], ["final"], ["weight"], ["μ−3σ"], ["BMA"], ["sync"], ["penalty"], ["evaluated"],
+  return table([["uid"], ["final"], ["weight"], ["evidence"], ["trust"], ["sync"], ["penalty"], ["evaluated"],
                 ["", "text"]], rows);
 }
 
@@ -135,7 +135,7 @@ async function minerPage(view, uid) {
     h("h1", {}, `uid ${uid}`),
     h("div", { class: "cards" },
       card("final score", fmt(s.final)), card("weight", fmt(s.weight)),
-      card("rating μ / σ", `${fmt(s.mu, 2)} / ${fmt(s.sigma, 2)}`), card("BMA", fmt(s.bma)),
+      card("evidence", fmt(s.evidence)), card("trust (BMA)", `${fmt(s.trust)} (${fmt(s.bma)})`),
       card("sync", fmt(s.sync, 2)), card("penalty", fmt(s.penalty, 2)),
       card("last evaluated", s.last_evaluated ?? "–"),
       card("windows judged", String(hist.length)),

@@ -84,6 +84,7 @@ struct MinerScore {
   double final_score = 0;
   double evidence = 0;                                 // moving average of gradient score / its window's best
   std::uint32_t evaluations = 0;                       // valid evaluations so far
+  std::uint32_t judged = 0;                            // binary indicators folded into the BMA so far
   std::optional<std::array<std::uint8_t, 32>> hotkey;  // whose record this is
 };
 
@@ -100,6 +101,12 @@ std::vector<std::uint16_t> bind_hotkeys(std::map<std::uint16_t, MinerScore>& sco
 // window it was evaluated in. Evidence, not rank: honest uids that differ by
 // measurement noise all stay in; zero and useless updates stay out.
 bool admitted(const MinerScore& s, const ScoringParams& p);
+
+// The BMA with its start-up bias taken out: max(0, BMA) / (1 - (1 -
+// bma_alpha)^judged), a recency-weighted share of passes over fails in
+// [0, 1]. A newcomer that has passed every check so far trusts as fully as
+// a veteran that has; 0 before any indicator.
+double trust(const MinerScore& s, const ScoringParams& p);
 
 struct WindowInput {
   std::uint64_t window = 0;
