@@ -35,6 +35,15 @@ Status open_dataset(MinerNode::Impl& m) {
     return invalid_argument("the dataset holds fewer samples of {} tokens than protocol.samples_per_window ({})",
                             m.o.model.seq_len, m.o.protocol.samples_per_window);
   }
+  // Validators check a random few of the assigned samples (protocol.md §6):
+  // samples never trained on make an honest miner fail its own-data checks.
+  const std::uint64_t trained = std::uint64_t{m.o.miner.inner_steps} * m.o.miner.micro_batch;
+  if (trained < m.o.protocol.samples_per_window) {
+    log::warn(
+        "training covers only part of the assigned samples: validators check random ones, so the own-data "
+        "checks will fail often; raise miner.inner_steps or miner.micro_batch",
+        {{"trained_per_window", trained}, {"samples_per_window", m.o.protocol.samples_per_window}});
+  }
   return Status::ok();
 }
 

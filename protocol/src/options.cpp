@@ -29,6 +29,10 @@ void bind_scoring(config::Schema& schema, ScoringParams& s) {
                     "A uid joins the aggregation set while its evidence (moving average of its gradient score "
                     "over the best of its window) is at least this.",
                     0, 1);
+  schema.add_double("protocol.admit_sync", &s.admit_sync,
+                    "A uid joins the aggregation set only while its sync score is at least this (0.3: at most "
+                    "about one window behind): an update made on another model is not merged.",
+                    0, 1);
   schema.add_double("protocol.own_data_margin", &s.own_data_margin,
                     "The binary indicator is +1 only when the update's relative loss gain on the uid's own samples "
                     "beats the one on random samples by this fraction of the latter (docs/reliability.md).",

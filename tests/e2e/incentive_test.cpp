@@ -370,11 +370,6 @@ double rating_field(storage::StateStore& db, std::uint16_t uid, const char* fiel
   return nlohmann::json::parse(**v)[field].get<double>();
 }
 
-std::string rating_json(storage::StateStore& db, std::uint16_t uid) {
-  auto v = db.get(storage::Family::kRatings, validator::rating_key(uid));
-  return v.is_ok() && v->has_value() ? std::string((*v)->begin(), (*v)->end()) : "(none)";
-}
-
 TEST_F(IncentiveTest, ReplaysMutatedCopiesAndFreeRidersEarnNothing) {
   const std::uint64_t seed = e2e_seed();
   std::mt19937 rng(static_cast<std::uint32_t>(seed));

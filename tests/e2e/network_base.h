@@ -161,7 +161,7 @@ url = "file://{}"
 [miner]
 data_dir = "{}"
 state_dir = "{}"
-inner_steps = 3
+inner_steps = 4
 micro_batch = 4
 lr = 0.003
 warmup_steps = 0
@@ -315,6 +315,12 @@ port = {}
     auto v = db.get(storage::Family::kRatings, validator::rating_key(uid));
     if (!v.is_ok() || !v->has_value()) return -1e9;
     return nlohmann::json::parse(**v)["final"].get<double>();
+  }
+
+  // A uid's score record as the validator stored it (for failure messages).
+  static std::string rating_json(storage::StateStore& db, std::uint16_t uid) {
+    auto v = db.get(storage::Family::kRatings, validator::rating_key(uid));
+    return v.is_ok() && v->has_value() ? std::string((*v)->begin(), (*v)->end()) : "(none)";
   }
 
   // Every rejection of each uid over the run: "reason: detail; ...".

@@ -4,9 +4,9 @@
 // published location, each window a signed packet of its own-data update at
 // the genesis model, committed in the slot and revealed after it, as a
 // miner does). Every upload of every window must pass every check, every uid
-// be evaluated in turn, weights be posted, no window take the validator
-// longer than the window, and nothing be left running. (Who earns the most weight after six
-// windows is not asserted: see the end of the test.)
+// be evaluated in turn, weights be posted, the training miners' updates be
+// valued near the best, no window take the validator longer than the
+// window, and nothing be left running.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -136,17 +136,23 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
     ASSERT_TRUE(v.is_ok() && v->has_value()) << "uid " << u << " was never scored";
     EXPECT_GE(nlohmann::json::parse(**v)["evaluations"].get<int>(), 2) << "uid " << u;
   }
-  // Weights posted. Who earns them after six windows is not asserted: the
-  // swarm's own-data gradients are real ones and rank high while the model
-  // is near genesis, and with 32 competitors and half-size evaluations the
-  // training miners' scores are within noise of zero this early (CI runs
-  // had one at a final score of 0.0009, which weight_power = 2 rounds to no
-  // weight, and both at a slightly negative BMA).
+  // Weights posted, and both training miners' updates are valued at or near
+  // the window's best (evidence). Whether each also ends with weight is not
+  // asserted: that needs trust, the own-data checks passed over failed, and
+  // two or three half-size evaluations in six windows cannot tell a
+  // training miner from chance reliably (one check's z is about 1.5 for
+  // them, the bar 0.5; runs ended with one of them at a negative BMA).
+  // The swarm's uids are load, not miners: their updates are genesis
+  // gradients less the swarm's mean, by construction no help on random data.
   auto chain_weights = onchain_weights(**reader);
   EXPECT_GE(chain_weights.posts, 2u);
   std::uint64_t weighted = 0;
   for (const auto& [u, v] : chain_weights.weights) weighted += v;
   EXPECT_GT(weighted, 0u);
+  for (std::uint16_t u : honest_uids_) {
+    const double evidence = nlohmann::json::parse(rating_json(**db, u))["evidence"].get<double>();
+    EXPECT_GE(evidence, 0.5) << "training miner uid " << u << ": " << rating_json(**db, u);
+  }
   for (auto* m : {a.get(), b.get()}) {
     m->signal(SIGTERM);
     EXPECT_EQ(m->wait(30'000), 0);

@@ -486,6 +486,12 @@ TEST(Gauntlet, AdmissionNeedsEvidenceOfHelpRelativeToTheWindowsBest) {
   EXPECT_FALSE(admitted(s[3], p));  // a free rider
   EXPECT_FALSE(admitted(s[4], p));  // harmless, useless
   EXPECT_FALSE(admitted(s[5], p));
+  // Out of sync: an update made on another model is not merged, whatever it shows.
+  MinerScore behind = s[1];
+  behind.sync = sync_score(1.0, p);  // one window behind: still in
+  EXPECT_TRUE(admitted(behind, p));
+  behind.sync = sync_score(3.0, p);  // never applied the aggregates
+  EXPECT_FALSE(admitted(behind, p));
   // One unlucky evaluation (no help at all) keeps an honest uid in: (0.9 + 0) / 2 >= 0.25.
   in.window = 2;
   in.evaluations = {eval(1, 4, 3, 5, 4.9), eval(2, 4, 3, 5, 5)};

@@ -63,7 +63,7 @@ double sync_score(double x, const ScoringParams& p) {
 }
 
 bool admitted(const MinerScore& s, const ScoringParams& p) {
-  return s.evaluations > 0 && !s.zeroed && s.evidence >= p.admit_ratio;
+  return s.evaluations > 0 && !s.zeroed && s.evidence >= p.admit_ratio && s.sync >= p.admit_sync;
 }
 
 double trust(const MinerScore& s, const ScoringParams& p) {

@@ -96,7 +96,8 @@ std::vector<std::uint16_t> bind_hotkeys(std::map<std::uint16_t, MinerScore>& sco
                                         const std::map<std::uint16_t, std::array<std::uint8_t, 32>>& hotkeys);
 
 // Whether a uid may join an aggregation set: evaluated valid at least once,
-// valid in its last evaluation, and evidence >= admit_ratio, where evidence
+// valid in its last evaluation, in sync (sync >= admit_sync: an update made
+// on another model is not merged), and evidence >= admit_ratio, where evidence
 // is the moving average of its gradient score relative to the best of each
 // window it was evaluated in. Evidence, not rank: honest uids that differ by
 // measurement noise all stay in; zero and useless updates stay out.
