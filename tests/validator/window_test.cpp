@@ -91,6 +91,7 @@ class ValidatorInProcess : public ::testing::Test {
     // tests are about the window's mechanics; admission has its own tests
     // (gauntlet_test, and the real binaries in e2e/demo_test).
     o_.protocol.scoring.admit_ratio = -1e9;
+    o_.protocol.scoring.admit_sync = 0;  // nor do they carry a fingerprint of the model
     o_.storage.url = "file://" + (dir_.path() / "validator-store").string();
     validator_uid_ = fake_.add_neuron(validator_key_, 1000, true);
     for (std::size_t i = 0; i < replica_specs().size(); ++i) specs_.push_back(replica_specs()[i]);
