@@ -476,7 +476,7 @@ TEST(Gauntlet, AdmissionNeedsEvidenceOfHelpRelativeToTheWindowsBest) {
   in.window = 1;
   in.uploaded = in.candidates = {1, 2, 3, 4, 5};
   // Gradient scores 0.02 (best), 0.018 (honest, within noise), 0 (a zero
-  // update), 0.0004 (noise clipped small), -0.2 (harm).
+  // update), 0.0004 (noise: no help), -0.2 (harm).
   in.evaluations = {eval(1, 4, 3, 5, 4.9), eval(2, 4, 3, 5, 4.91), eval(3, 4, 4, 5, 5), eval(4, 4, 4, 5, 4.998),
                     eval(5, 4, 3, 5, 6)};
   score_window(s, in, p);

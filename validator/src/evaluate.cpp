@@ -1,6 +1,6 @@
 // Evaluation (protocol.md §6): for a sample of the valid uploads, the loss
 // on the uid's own data and on random data before and after applying its
-// update (clipped to the median norm), on the validator's model of w.
+// update (at the median norm), on the validator's model of w.
 #include <algorithm>
 #include <cmath>
 

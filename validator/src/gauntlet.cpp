@@ -117,7 +117,7 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
   }
   // Evidence: each valid gradient score relative to the best of the window
   // (0 when nothing helped), so a free rider (a zero update) or a harmless
-  // but useless one (noise clipped small) stays out, honest peers that
+  // but useless one (noise) stays out, honest peers that
   // differ by noise stay in, and a swarm cannot lower the bar.
   double best = 0;
   for (const auto& e : in.evaluations)

@@ -16,7 +16,7 @@ struct ValidatorOptions {
   std::uint32_t eval_newcomers = 4;                       // of which at most this many never evaluated before
   std::uint32_t heldout_samples = 64;      // samples of the val split for the held-out loss each window (0: off)
   std::uint32_t eval_batches = 4;          // samples per loss (own and random)
-  double eval_lr_factor = 0.2;             // theta' = theta - outer_lr * eval_lr_factor * clip(update)
+  double eval_lr_factor = 0.2;             // theta' = theta - outer_lr * eval_lr_factor * (median / |u|) * u
   std::uint32_t weights_every = 2;         // windows between weight posts
   std::uint32_t checkpoint_every = 5;      // windows between the lead's checkpoints
   double copy_overlap = 0.5;               // mean top-k index overlap that counts as a copy
