@@ -7,8 +7,10 @@
 #include <boost/beast/http.hpp>
 
 #include <atomic>
+#include <mutex>
 #include <optional>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 namespace crucible::http {
@@ -40,29 +42,72 @@ bool etag_matches(std::string_view if_none_match, std::string_view etag) {
 
 namespace {
 
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
+}
+
 struct Shared {
   ServerOptions options;
   Handler handler;
   std::atomic<std::uint32_t> connections{0};
+  std::mutex clients_mutex;
+  std::unordered_map<std::string, std::uint32_t> clients;  // open connections per remote address
+
+  // Counts one more connection from `client`, unless it already holds the cap.
+  bool admit(const std::string& client) {
+    if (options.max_connections_per_client == 0) return true;
+    std::lock_guard lock(clients_mutex);
+    auto& n = clients[client];
+    if (n >= options.max_connections_per_client) return false;
+    ++n;
+    return true;
+  }
+  void release(const std::string& client) {
+    if (options.max_connections_per_client == 0) return;
+    std::lock_guard lock(clients_mutex);
+    auto it = clients.find(client);
+    if (it != clients.end() && --it->second == 0) clients.erase(it);
+  }
 };
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(tcp::socket socket, Shared& shared) : stream_(std::move(socket)), shared_(shared) { ++shared_.connections; }
-  ~Session() { --shared_.connections; }
+  Session(tcp::socket socket, Shared& shared, std::string client)
+      : stream_(std::move(socket)), shared_(shared), client_(std::move(client)) {
+    ++shared_.connections;
+  }
+  ~Session() {
+    --shared_.connections;
+    shared_.release(client_);
+  }
 
   void start(bool over_limit) {
-    over_limit_ = over_limit;
+    // Over the limit: answered at once, without waiting for a request that
+    // a slow client would take its time to send.
+    if (over_limit) return send(error(503, "too many connections"), false);
     read();
   }
 
  private:
+  // Waits for the next request's first byte (a new connection: within the
+  // head's deadline; a kept-alive one: within the idle timeout), then reads
+  // its head against the deadline.
   void read() {
     parser_.emplace();
     parser_->header_limit(shared_.options.max_header_bytes);
     parser_->body_limit(0);
-    stream_.expires_after(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::duration<double>(shared_.options.idle_timeout_s)));
+    if (buffer_.size() > 0) return read_head();  // pipelined: already here
+    stream_.expires_after(seconds(first_ ? shared_.options.header_timeout_s : shared_.options.idle_timeout_s));
+    first_ = false;
+    stream_.async_read_some(buffer_.prepare(1024), [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+      self->buffer_.commit(n);
+      if (ec) return self->close();
+      self->read_head();
+    });
+  }
+
+  void read_head() {
+    stream_.expires_after(seconds(shared_.options.header_timeout_s));
     bhttp::async_read(stream_, buffer_, *parser_,
                       [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_read(ec); });
   }
@@ -73,7 +118,6 @@ class Session : public std::enable_shared_from_this<Session> {
     if (ec == bhttp::error::header_limit) return send(error(431, "request head too large"), false);
     if (ec) return send(error(400, "malformed request"), false);
     const auto& req = parser_->get();
-    if (over_limit_) return send(error(503, "too many connections"), false);
     if (req.method() != bhttp::verb::get) return send(error(405, "only GET"), false);
     Response r;
     try {
@@ -110,6 +154,7 @@ class Session : public std::enable_shared_from_this<Session> {
     res_.keep_alive(keep_alive);
     res_.body() = std::move(r.body);
     res_.prepare_payload();
+    stream_.expires_after(seconds(shared_.options.header_timeout_s));  // a client that does not read is let go
     bhttp::async_write(stream_, res_, [self = shared_from_this(), keep_alive](beast::error_code ec, std::size_t) {
       if (ec || !keep_alive) return self->close();
       self->read();
@@ -126,22 +171,48 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<bhttp::request_parser<bhttp::empty_body>> parser_;
   bhttp::response<bhttp::string_body> res_;
   Shared& shared_;
-  bool over_limit_ = false;
+  const std::string client_;
+  bool first_ = true;
 };
+
+// The remote address a per-client cap counts against (IPv4-mapped IPv6 as IPv4).
+std::string client_of(const tcp::socket& socket) {
+  beast::error_code ec;
+  auto address = socket.remote_endpoint(ec).address();
+  if (ec) return {};
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    address = asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+  }
+  return address.to_string();
+}
 
 }  // namespace
 
 struct Server::Impl {
   asio::io_context ioc;
   tcp::acceptor acceptor{ioc};
+  asio::steady_timer pause{ioc};
   Shared shared;
   std::vector<std::thread> threads;
   void accept() {
     // Each connection on its own strand: its handlers never run concurrently.
     acceptor.async_accept(asio::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
-      if (ec) return;
-      const bool over = shared.connections.load() >= shared.options.max_connections;
-      std::make_shared<Session>(std::move(socket), shared)->start(over);
+      if (ec == asio::error::operation_aborted) return;
+      if (ec) {  // e.g. out of file descriptors: try again shortly, as connections close
+        pause.expires_after(std::chrono::milliseconds(50));
+        pause.async_wait([this](beast::error_code e) {
+          if (!e) accept();
+        });
+        return;
+      }
+      std::string client = client_of(socket);
+      if (!shared.admit(client)) {  // over its address's cap: closed before anything is read
+        beast::error_code ignored;
+        socket.close(ignored);
+      } else {
+        const bool over = shared.connections.load() >= shared.options.max_connections;
+        std::make_shared<Session>(std::move(socket), shared, std::move(client))->start(over);
+      }
       accept();
     });
   }

@@ -28,7 +28,13 @@ int main(int argc, char** argv) {
 
     std::unique_ptr<miner::MetricsServer> metrics_server;
     if (config.miner.metrics_port != 0) {
-      auto s = miner::MetricsServer::start(config.miner.metrics_bind, config.miner.metrics_port);
+      http::ServerOptions o;
+      o.bind = config.miner.metrics_bind;
+      o.port = config.miner.metrics_port;
+      o.max_connections = config.miner.metrics_max_connections;
+      o.max_connections_per_client = config.miner.metrics_max_connections_per_client;
+      o.header_timeout_s = config.miner.metrics_header_timeout_s;
+      auto s = miner::MetricsServer::start(o);
       if (!s.is_ok()) {
         log::error("metrics endpoint", {{"error", s.status().to_string()}});
         return cli::kExitFailure;

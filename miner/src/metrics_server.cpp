@@ -80,12 +80,9 @@ MetricsServer::~MetricsServer() = default;
 std::uint16_t MetricsServer::port() const { return impl_->server->port(); }
 void MetricsServer::set_uid(std::uint16_t uid) { impl_->uid = uid; }
 
-Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& bind, std::uint16_t port) {
+Result<std::unique_ptr<MetricsServer>> MetricsServer::start(http::ServerOptions o) {
   std::unique_ptr<MetricsServer> s(new MetricsServer());
-  http::ServerOptions o;
-  o.bind = bind;
-  o.port = port;
-  o.max_connections = 32;
+  o.threads = 1;
   o.name = "crucible-miner";
   const std::atomic<int>* uid = &s->impl_->uid;
   CRUCIBLE_ASSIGN_OR_RETURN(

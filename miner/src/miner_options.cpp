@@ -27,6 +27,14 @@ void bind_options(config::Schema& s, MinerOptions& o) {
                "Seconds to wait for a window's aggregate before training on without it.", 0, 86'400);
   s.add_int("miner.metrics_port", &o.metrics_port, "Port of the Prometheus /metrics endpoint (0 = off).");
   s.add_string("miner.metrics_bind", &o.metrics_bind, "Address the metrics endpoint listens on.");
+  s.add_int("miner.metrics_max_connections", &o.metrics_max_connections,
+            "Open connections to the metrics endpoint at most (503 beyond).", 1, 100'000);
+  s.add_int("miner.metrics_max_connections_per_client", &o.metrics_max_connections_per_client,
+            "Open connections to the metrics endpoint from one client address at most; more are closed at once (0 "
+            "= no cap).",
+            0, 100'000);
+  s.add_double("miner.metrics_header_timeout_s", &o.metrics_header_timeout_s,
+               "A request's head must arrive within this, from its first byte.", 0.1, 600);
   s.add_string("miner.progress", &o.progress, "Progress line on stderr.", {"auto", "on", "off"});
   s.add_int("miner.max_windows", &o.max_windows, "Stop after this many windows (0 = run until stopped).", 0,
             1'000'000'000);

@@ -19,7 +19,7 @@ using testing::header_of;
 using testing::http_get;
 
 TEST(MinerEndpoint, HealthIsJsonWithTheMinersFacts) {
-  auto s = MetricsServer::start("127.0.0.1", 0);
+  auto s = MetricsServer::start(http::ServerOptions{});
   ASSERT_TRUE(s.is_ok()) << s.status();
   const auto port = (*s)->port();
   auto before = nlohmann::json::parse(body_of(http_get(port, "/healthz")));

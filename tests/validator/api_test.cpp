@@ -72,6 +72,7 @@ class ApiTest : public ::testing::Test {
     ApiOptions o;
     o.port = 0;  // any free port (the binary treats 0 as off; the server itself takes it)
     o.idle_timeout_s = 1.0;
+    o.header_timeout_s = 1.0;
     o.max_connections = 4;
     auto s = ApiServer::start(o, *db_, ScoringParams{});
     ASSERT_TRUE(s.is_ok()) << s.status();

@@ -1,5 +1,6 @@
 #include "crucible/cli/node_config.h"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -103,6 +104,32 @@ int guarded_main(const std::function<int()>& body) {
 
 namespace crucible::cli {
 
+namespace {
+
+// A node's sockets (its HTTP endpoint's connections, peers' stores, the
+// chain) and RocksDB's files share one descriptor limit, whose soft value is
+// often 1,024: it is raised to the hard one, as servers do, and a limit
+// still under what the endpoint may hold is said at start.
+void raise_open_file_limit(Role role, const NodeConfig& config) {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  const std::uint64_t endpoint = role == Role::kValidator
+                                     ? (config.api.port != 0 ? config.api.max_connections : 0)
+                                     : (config.miner.metrics_port != 0 ? config.miner.metrics_max_connections : 0);
+  constexpr std::uint64_t kOwnUse = 512;  // RocksDB's files, stores, the chain
+  if (limit.rlim_cur != RLIM_INFINITY && endpoint + kOwnUse > limit.rlim_cur) {
+    log::warn("the open-file limit is below what the HTTP endpoint may hold beside the node's own files",
+              {{"limit", static_cast<std::uint64_t>(limit.rlim_cur)}, {"wanted", endpoint + kOwnUse}});
+  }
+}
+
+}  // namespace
+
 std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, char** envp, NodeArgs& args,
                               NodeConfig& config) {
   app.set_version_flag("-V,--version", version_line(app.get_name()));
@@ -130,6 +157,7 @@ std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, c
   log::info("starting", {{"program", app.get_name()},
                          {"version", version_line(app.get_name())},
                          {"config", fmt::format("{}", fmt::join(args.common.config_files, ", "))}});
+  raise_open_file_limit(role, config);
   return std::nullopt;
 }
 

@@ -82,8 +82,16 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
 void bind_options(config::Schema& s, ApiOptions& o) {
   s.add_string("api.bind", &o.bind, "Address of the score API.");
   s.add_int("api.port", &o.port, "Port of the score API (0 = off).");
-  s.add_int("api.max_connections", &o.max_connections, "Open connections at most.", 1, 100'000);
-  s.add_double("api.idle_timeout_s", &o.idle_timeout_s, "Idle connections are closed after this.", 0.1, 3600);
+  s.add_int("api.max_connections", &o.max_connections, "Open connections at most (503 beyond).", 1, 100'000);
+  s.add_int("api.max_connections_per_client", &o.max_connections_per_client,
+            "Open connections from one client address at most; more are closed at once (0 = no cap: behind a "
+            "reverse proxy, whose address all clients share).",
+            0, 100'000);
+  s.add_double("api.idle_timeout_s", &o.idle_timeout_s,
+               "A kept-alive connection without a new request is closed after this.", 0.1, 3600);
+  s.add_double("api.header_timeout_s", &o.header_timeout_s,
+               "A request's head must arrive within this, from its first byte (a new connection's first byte too).",
+               0.1, 600);
   s.add_int("api.threads", &o.threads, "Threads serving API requests.", 1, 64);
   s.add_int("api.max_header_bytes", &o.max_header_bytes, "Largest request head.", 512, 1 << 20);
 }

@@ -10,14 +10,17 @@
 #include <memory>
 #include <string>
 
+#include "crucible/common/http_server.h"
 #include "crucible/common/status.h"
 
 namespace crucible::miner {
 
 class MetricsServer {
  public:
-  // Listens on bind:port (port 0: any free port) and serves on its own thread.
-  static Result<std::unique_ptr<MetricsServer>> start(const std::string& bind, std::uint16_t port);
+  // Listens on bind:port (port 0: any free port) with the limits of
+  // `options` (its name and threads are the endpoint's own) and serves on
+  // its own thread.
+  static Result<std::unique_ptr<MetricsServer>> start(http::ServerOptions options);
   ~MetricsServer();  // stops and joins
   std::uint16_t port() const;
   // The uid, once the node has found it on the chain (null before).

@@ -30,6 +30,9 @@ struct MinerOptions {
   double aggregate_wait_s = 30.0;  // how long to wait for a window's aggregate before training on
   std::uint16_t metrics_port = 0;  // Prometheus /metrics on 127.0.0.1; 0 = off
   std::string metrics_bind = "127.0.0.1";
+  std::uint32_t metrics_max_connections = 128;
+  std::uint32_t metrics_max_connections_per_client = 8;  // 0: no cap
+  double metrics_header_timeout_s = 5.0;
   std::string progress = "auto";  // progress line: auto (on a terminal), on, off
   std::uint32_t max_windows = 0;  // stop after this many windows (0 = run until stopped)
 };

@@ -44,8 +44,10 @@ struct ValidatorOptions {
 struct ApiOptions {
   std::string bind = "127.0.0.1";
   std::uint16_t port = 8080;  // 0 = off
-  std::uint32_t max_connections = 256;
+  std::uint32_t max_connections = 1024;
+  std::uint32_t max_connections_per_client = 16;  // 0: no cap (behind a proxy all clients share its address)
   double idle_timeout_s = 10.0;
+  double header_timeout_s = 5.0;
   std::uint32_t max_header_bytes = 8192;
   std::uint32_t threads = 2;  // I/O threads serving requests
 };
