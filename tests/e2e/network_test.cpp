@@ -110,7 +110,7 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
         EXPECT_THAT(r, HasSubstr("wrong_shape"));
         break;
       case Bad::kCopy:  // committed blind in the slot: its copy is not what it committed to
-        EXPECT_THAT(r, HasSubstr("too_late: not the packet committed"));
+        EXPECT_THAT(r, HasSubstr("bad_packet: its hash is not the commitment"));
         break;
       case Bad::kLate:
         EXPECT_THAT(r, HasSubstr("too_late"));

@@ -319,6 +319,14 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
     bad.tensors[1].lookup = {3e38f, 3e38f, 3e38f, 3e38f};
     upload(overflow, w, bad, in_slot);
   }
+  Miner& corrupted = add_miner();  // committed in the slot; one byte of its packet then damaged in its store
+  {
+    const Bytes sealed = *chain::seal_packet(honest_packet(corrupted, w, 0.01f, 10), corrupted.key);
+    commit(corrupted, w, chain::keccak256(sealed), in_slot);
+    Bytes damaged = sealed;
+    damaged[damaged.size() / 2] ^= 0x01;
+    reveal(corrupted, w, damaged);
+  }
   Miner& uncommitted = add_miner(false);
   Miner& replayer = add_miner();
   upload(replayer, w, honest_packet(replayer, w, 0.01f, 42), in_slot);
@@ -358,6 +366,8 @@ TEST_F(ValidatorInProcess, GatherRejectsEachKindOfBadUploadOneByOne) {
   EXPECT_EQ(reason(other_data), Rejection::kNotAssignedData);
   EXPECT_EQ(reason(shape), Rejection::kWrongShape);
   EXPECT_EQ(reason(overflow), Rejection::kNonFinite);
+  EXPECT_EQ(reason(corrupted), Rejection::kBadPacket) << by.at(corrupted.uid)->detail;
+  EXPECT_THAT(by.at(corrupted.uid)->detail, ::testing::HasSubstr("corrupted or replaced"));
   EXPECT_THAT(by.at(overflow.uid)->detail, ::testing::HasSubstr("overflows"));
   EXPECT_EQ(reason(uncommitted), Rejection::kUnreachable);
   EXPECT_EQ(reason(oversized), Rejection::kBadPacket);
@@ -422,8 +432,8 @@ TEST_F(ValidatorInProcess, ACopyOfARevealedPacketIsLateWhateverItsStoreClaims) {
   EXPECT_TRUE(by.at(honest.uid)->valid()) << by.at(honest.uid)->detail;
   EXPECT_EQ(by.at(after.uid)->rejection, Rejection::kTooLate);
   EXPECT_THAT(by.at(after.uid)->detail, ::testing::HasSubstr("after the slot ended"));
-  EXPECT_EQ(by.at(blind.uid)->rejection, Rejection::kTooLate);
-  EXPECT_THAT(by.at(blind.uid)->detail, ::testing::HasSubstr("not the packet committed"));
+  EXPECT_EQ(by.at(blind.uid)->rejection, Rejection::kBadPacket);
+  EXPECT_THAT(by.at(blind.uid)->detail, ::testing::HasSubstr("not the commitment"));
   for (const Miner* m : {&twin_a, &twin_b}) {
     EXPECT_EQ(by.at(m->uid)->rejection, Rejection::kCopy) << by.at(m->uid)->detail;
     EXPECT_THAT(by.at(m->uid)->detail, ::testing::HasSubstr("shared source"));

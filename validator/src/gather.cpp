@@ -88,9 +88,12 @@ bool judge_timing(Upload& u, const chain::Hash32& packet_hash, const Observation
   auto it = std::find_if(s.begin(), s.end(), [&](const Sighting& x) { return x.object == packet_hash; });
   if (it == s.end()) {
     const bool looked_after = seen.last_poll && *seen.last_poll > slot.end_s() + slot.skew_s;
-    if (!s.empty() || looked_after) {
-      u.reject(Rejection::kTooLate,
-               s.empty() ? "no commitment to this packet during the slot" : "not the packet committed during the slot");
+    if (!s.empty()) {  // the bytes are not the ones committed: damaged in the store, or replaced
+      u.reject(Rejection::kBadPacket,
+               "its hash is not the commitment this validator saw: the bytes changed after the commitment "
+               "(corrupted or replaced)");
+    } else if (looked_after) {
+      u.reject(Rejection::kTooLate, "no commitment to this packet during the slot");
     } else {
       u.reject(Rejection::kNotObserved, kNotSeenAppearing);
     }
