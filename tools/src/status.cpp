@@ -44,8 +44,9 @@ std::string advice_for_rejection(std::string_view reason) {
            "chain, and that the bucket answers from outside";
   }
   if (reason == "wrong_signer" || reason == "bad_packet" || reason == "wrong_header") {
-    return "the packet is not what this uid's key signs for this window: run an unmodified crucible-miner with the "
-           "key registered for the uid";
+    return "the packet is not what this uid's key signs for this window, or its bytes changed after the "
+           "commitment (a store that damages or replaces objects): run an unmodified crucible-miner with the key "
+           "registered for the uid, on a store that keeps what it is given";
   }
   if (reason == "not_assigned_data") {
     return "the packet claims samples other than the uid's assignment: use the network's dataset and [protocol] "
