@@ -33,6 +33,11 @@ void bind_scoring(config::Schema& schema, ScoringParams& s) {
                     "A uid joins the aggregation set only while its sync score is at least this (0.3: at most "
                     "about one window behind): an update made on another model is not merged.",
                     0, 1);
+  schema.add_double("protocol.max_norm_ratio", &s.max_norm_ratio,
+                    "An update whose norm is more than this many times the window's median norm of admitted uids "
+                    "counts only this ratio over its norm ratio of its gain toward evidence: scaling up earns "
+                    "less, never more (docs/protocol.md §6).",
+                    1, 1e6);
   schema.add_double("protocol.own_data_margin", &s.own_data_margin,
                     "The binary indicator is +1 only when the update's relative loss gain on the uid's own samples "
                     "beats the one on random samples by this fraction of the latter (docs/reliability.md).",

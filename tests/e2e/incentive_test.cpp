@@ -7,10 +7,13 @@
 // all-zero update, a copied fingerprint (an honest peer's model digest in
 // its packet and the peer's fingerprint file in its store), a miner that
 // follows the network and trains with the miner's inner loop on samples it
-// was not assigned while claiming its own sample digest, and a swarm of
+// was not assigned while claiming its own sample digest, one that follows
+// the network and trains honestly on its own samples, then uploads its
+// update multiplied by 50 (correctly committed and signed), and a swarm of
 // fresh sybils, more than the honest miners, that register once the others
 // have a record and upload large random updates. Each must end with no
-// weight on chain and a final score below every honest miner's; no sybil
+// weight on chain (the ×50 miner, whose work is honest: below every honest
+// miner's weight) and a final score below every honest miner's; no sybil
 // enters an aggregation set; the honest miners are never flagged.
 // RecycledUidTest: an honest miner leaves, the chain prunes its uid and a
 // new hotkey registers on it; the newcomer inherits nothing.
@@ -56,6 +59,7 @@ enum class Play {
   kZero,
   kCopiedPrint,
   kOtherData,
+  kScaled50,
   kSybil
 };
 constexpr int kSybils = 4;  // twice the honest set
@@ -79,6 +83,8 @@ const char* play_name(Play p) {
       return "copied-print";
     case Play::kOtherData:
       return "other-data";
+    case Play::kScaled50:
+      return "scaled-x50";
     case Play::kSybil:
       return "sybil";
   }
@@ -90,11 +96,12 @@ std::uint64_t e2e_seed() {
   return s ? std::strtoull(s, nullptr, 10) : 1;
 }
 
-// A miner that trains, honestly, on data it was not assigned, and claims the
-// digest of its own assignment: it follows the lead's aggregation sets as a
+// A miner played by the test: it follows the lead's aggregation sets as a
 // miner does (so it holds the validator's model and its fingerprint is
-// right) and trains with the miner's own inner loop and error feedback.
-struct OtherDataTrainer {
+// right) and trains with the miner's own inner loop and error feedback; the
+// other-data player on samples it was not assigned (claiming the digest of
+// its own assignment), the ×50 player on its own, scaling the result.
+struct FollowingTrainer {
   std::unique_ptr<model::Replica> replica;
   std::unique_ptr<miner::InnerLoop> loop;
   model::TensorValues ef;
@@ -120,23 +127,25 @@ class IncentiveTest : public NetworkBase {
     blocks_per_window_ = 12;
     start_network();
     std::vector<Play> plays{Play::kMutated, Play::kReplayPeer, Play::kReplayOwn,   Play::kAggregate, Play::kSignFlip,
-                            Play::kScaled,  Play::kZero,       Play::kCopiedPrint, Play::kOtherData};
-    {  // the other-data trainer's model and inner loop: those of the honest miners (network_base.h)
+                            Play::kScaled,  Play::kZero,       Play::kCopiedPrint, Play::kOtherData, Play::kScaled50};
+    for (Play p : {Play::kOtherData, Play::kScaled50}) {
+      // The trainers' model and inner loop: those of the honest miners (network_base.h)
+      FollowingTrainer& t = trainers_[p];
       auto config = model::load_model_config(std::string(CRUCIBLE_SOURCE_DIR) + "/configs/models/tiny.toml");
       ASSERT_TRUE(config.is_ok());
       auto replica = model::Replica::create(*config, model::ReplicaOptions{"cpu", 1}, protocol::Options{}.init_seed);
       ASSERT_TRUE(replica.is_ok()) << replica.status();
-      trainer_.replica = std::move(*replica);
+      t.replica = std::move(*replica);
       miner::MinerOptions mo;
-      mo.inner_steps = 3;
+      mo.inner_steps = 4;
       mo.micro_batch = 4;
       mo.lr = 0.003;
       mo.warmup_steps = 0;
       mo.threads = 1;
-      auto loop = miner::InnerLoop::create(*trainer_.replica, mo);
+      auto loop = miner::InnerLoop::create(*t.replica, mo);
       ASSERT_TRUE(loop.is_ok()) << loop.status();
-      trainer_.loop = std::move(*loop);
-      for (const auto& spec : specs_) trainer_.ef.emplace_back(static_cast<std::size_t>(spec.numel()), 0.0f);
+      t.loop = std::move(*loop);
+      for (const auto& spec : specs_) t.ef.emplace_back(static_cast<std::size_t>(spec.numel()), 0.0f);
     }
     plays.insert(plays.end(), kSybils, Play::kSybil);
     for (Play p : plays) {
@@ -277,8 +286,10 @@ class IncentiveTest : public NetworkBase {
         }
         return;
       }
-      case Play::kOtherData:
-        return train_on_other_data(a, w, lead);
+      case Play::kOtherData:  // the samples of a uid nobody mines, claimed as its own
+        return train_following(a, w, lead, static_cast<std::uint16_t>(a.uid + 100), 1.0f);
+      case Play::kScaled50:  // honest work, multiplied by 50
+        return train_following(a, w, lead, a.uid, 50.0f);
       case Play::kSybil: {  // random directions three times the size of an honest update
         if (!last) return;
         auto v = values_of(*last);
@@ -293,10 +304,11 @@ class IncentiveTest : public NetworkBase {
     }
   }
 
-  // The other-data trainer's window: catch up with the lead, then train on
-  // the samples of a uid nobody mines and upload as a's own work.
-  void train_on_other_data(const Player& a, std::uint64_t w, storage::ObjectStore& lead) {
-    OtherDataTrainer& t = trainer_;
+  // A following trainer's window: catch up with the lead, then train on
+  // `data_uid`'s samples and upload the update times `scale` as a's own work.
+  void train_following(const Player& a, std::uint64_t w, storage::ObjectStore& lead, std::uint16_t data_uid,
+                       float scale) {
+    FollowingTrainer& t = trainers_.at(a.play);
     for (std::uint64_t x = t.applied ? *t.applied + 1 : 0; x < w; ++x) {
       auto bytes = get(lead, keys::aggregate(x));
       if (!bytes) continue;
@@ -312,8 +324,7 @@ class IncentiveTest : public NetworkBase {
       t.basis = protocol::set_basis(*bytes);
       ++t.global_step;
     }
-    const auto other = static_cast<std::uint16_t>(a.uid + 100);  // registered to nobody
-    auto idx = dataset_->assignment(other, w, e2e::kSamples, 128);
+    auto idx = dataset_->assignment(data_uid, w, e2e::kSamples, 128);
     ASSERT_TRUE(idx.is_ok());
     auto tokens = dataset_->tokens(*idx, 128);
     ASSERT_TRUE(tokens.is_ok());
@@ -322,12 +333,14 @@ class IncentiveTest : public NetworkBase {
     auto trained = t.loop->train_window(
         *tokens, e2e::kSamples, [](const miner::StepInfo&) {}, nullptr);
     ASSERT_TRUE(trained.is_ok()) << trained.status();
+    for (auto& tensor : trained->delta)
+      for (float& x : tensor) x *= scale;
     packet::Packet p;
     p.window = w;
     p.uid = a.uid;
     p.global_step = t.global_step;
     p.model_digest = protocol::fingerprint_digest(fp);
-    p.sample_digest = digest_for(a.uid, w);  // the lie
+    p.sample_digest = digest_for(a.uid, w);  // the other-data player's lie
     for (std::size_t i = 0; i < specs_.size(); ++i) {
       auto c = kernels::error_feedback_step(t.ef[i], trained->delta[i], specs_[i].shape, 0.95f, 1);
       ASSERT_TRUE(c.is_ok()) << c.status();
@@ -359,7 +372,7 @@ class IncentiveTest : public NetworkBase {
   }
 
   std::vector<Player> players_;
-  OtherDataTrainer trainer_;
+  std::map<Play, FollowingTrainer> trainers_;
   std::atomic<bool> sybils_ready_{false};
   bool sybils_playing_ = false;
 };
@@ -452,6 +465,17 @@ TEST_F(IncentiveTest, ReplaysMutatedCopiesAndFreeRidersEarnNothing) {
       case Play::kCopiedPrint:  // a fingerprint not bound to its uid is no evidence of holding the model
         EXPECT_EQ(rating_field(**db, p.uid, "sync"), 0.0) << rating_json(**db, p.uid);
         break;
+      case Play::kScaled50: {  // valid, in sync, and credited a part of its gain: less evidence than any honest uid
+        std::string own = r;
+        if (own.starts_with("missing: no gradient for the window; ")) own.erase(0, 37);
+        EXPECT_EQ(own, "");
+        EXPECT_GT(rating_field(**db, p.uid, "sync"), 0.0) << rating_json(**db, p.uid);
+        for (std::uint16_t h : honest_uids_) {
+          EXPECT_LT(rating_field(**db, p.uid, "evidence"), rating_field(**db, h, "evidence"))
+              << rating_json(**db, p.uid) << "\nhonest: " << rating_json(**db, h);
+        }
+        break;
+      }
     }
   }
   for (std::uint16_t h : honest_uids_) EXPECT_GT(rating_field(**db, h, "sync"), 0.0) << rating_json(**db, h);
@@ -464,7 +488,24 @@ TEST_F(IncentiveTest, ReplaysMutatedCopiesAndFreeRidersEarnNothing) {
   }
   auto onchain = onchain_weights(**reader).weights;
   for (std::uint16_t h : honest_uids_) EXPECT_GT(onchain[h], 0u) << "honest uid " << h;
-  for (const auto& p : players_) EXPECT_EQ(onchain.count(p.uid), 0u) << play_name(p.play);
+  for (const auto& p : players_) {
+    if (p.play == Play::kScaled50) {  // honest work scaled: below every honest miner's weight
+      for (std::uint16_t h : honest_uids_) EXPECT_LT(onchain[p.uid], onchain[h]) << "honest uid " << h;
+    } else {
+      EXPECT_EQ(onchain.count(p.uid), 0u) << play_name(p.play);
+    }
+  }
+  // The figures the issue (#28) asks for.
+  std::string figures;
+  for (std::uint16_t h : honest_uids_) {
+    figures += fmt::format("honest uid {}: final {:.4f}, weight {}\n", h, final_of(h), onchain[h]);
+  }
+  for (const auto& p : players_) {
+    if (p.play == Play::kScaled50) {
+      figures += fmt::format("scaled-x50 uid {}: final {:.4f}, weight {}\n", p.uid, final_of(p.uid), onchain[p.uid]);
+    }
+  }
+  std::printf("%s", figures.c_str());
 }
 
 // An honest miner earns a score and leaves; the chain prunes its uid and a

@@ -265,6 +265,37 @@ TEST(Gauntlet, EqualWorkEarnsAlike) {
   }
 }
 
+// Scaling up earns less, never more (issue #28): an update evaluated at the
+// median norm shows the gain of its direction, but one far above the
+// admitted median counts only max_norm_ratio / norm_ratio of it toward
+// evidence; within the ratio nothing changes, and nothing is discounted while
+// no uid is admitted (norm_ratio 0).
+TEST(Gauntlet, AnUpdateFarAboveTheMedianNormCountsOnlyInPart) {
+  ScoringParams p;
+  ASSERT_EQ(p.max_norm_ratio, 4.0);
+  std::map<std::uint16_t, MinerScore> s;
+  WindowInput in;
+  in.uploaded = in.candidates = {1, 2, 3, 4};
+  for (std::uint64_t w = 1; w <= 10; ++w) {
+    in.window = w;
+    in.evaluations.clear();
+    for (std::uint16_t u : in.uploaded) {
+      Evaluation e = eval(u, 4, 3.9, 5, 4.9);  // the same direction, the same gain at the median
+      e.norm_ratio = u == 1 ? 1.0 : u == 2 ? 4.0 : u == 3 ? 50.0 : 0.0;
+      in.evaluations.push_back(e);
+    }
+    score_window(s, in, p);
+  }
+  EXPECT_DOUBLE_EQ(s[1].evidence, 1.0);
+  EXPECT_DOUBLE_EQ(s[2].evidence, 1.0);  // at the ratio: whole
+  EXPECT_DOUBLE_EQ(s[4].evidence, 1.0);  // nothing to compare with: whole
+  EXPECT_NEAR(s[3].evidence, 4.0 / 50.0, 1e-12);
+  EXPECT_LT(s[3].evidence, p.admit_ratio);  // never in a set
+  EXPECT_FALSE(admitted(s[3], p));
+  auto w = weights(s, p);
+  EXPECT_LT(w[3], 0.1 * w[1]);
+}
+
 // No final score before min_evaluations evaluated windows: one lucky
 // window of an other-data miner pays nothing.
 TEST(Gauntlet, NoScoreBeforeSeveralEvaluatedWindows) {

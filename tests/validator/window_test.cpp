@@ -1068,7 +1068,8 @@ TEST_F(ValidatorInProcess, SyncNeedsTheSignedDigestOfTheValidatorsModel) {
 
 // Scoring that a norm cannot game (issue #28): every update is evaluated at
 // the window's median norm, so a miner that multiplies its update by k > 0
-// is measured on exactly what the unscaled update shows. Three uids with a
+// is measured on exactly what the unscaled update shows; far above the
+// median (k = 50) it counts only in part (norm_fit), so no k earns more. Three uids with a
 // record set the median (a newcomer never does); the fourth, a newcomer,
 // commits its update scaled by each k in turn, and the real evaluate judges
 // it every time on the same samples.
@@ -1114,6 +1115,13 @@ TEST_F(ValidatorInProcess, ScalingAnUpdateChangesNothingItIsScoredOn) {
     EXPECT_NEAR(gradient_score(e), gain, 1e-4 * std::abs(gain));
     EXPECT_NEAR((e.loss_before_own - e.loss_after_own) / e.loss_before_own, own_gain, 1e-4 * std::abs(own_gain));
     EXPECT_EQ(binary_indicator(e), binary_indicator(base));
+    // Its norm over the admitted median: k times the unscaled one's.
+    EXPECT_NEAR(e.norm_ratio, k * base.norm_ratio, 1e-4 * k * base.norm_ratio);
+    const ScoringParams& sp = o_.protocol.scoring;
+    EXPECT_LE(credited_score(e, sp), credited_score(base, sp) + 1e-4 * std::abs(gain));
+    if (k == 50.0f) {
+      EXPECT_LT(norm_fit(e, sp), 0.2);
+    }
   }
 }
 

@@ -104,6 +104,9 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     auto it = st.scores.find(u.uid);
     if (it != st.scores.end() && admitted(it->second, cx.o.protocol.scoring)) admitted_norms.push_back(u.norm);
   }
+  // Zero updates (free riders) never set the norm: a swarm of them would make it zero.
+  std::erase(all_norms, 0.0);
+  std::erase(admitted_norms, 0.0);
   const auto& basis = admitted_norms.empty() ? all_norms : admitted_norms;
   const double median = basis.empty() ? 0 : kernels::median_of(basis);
   const auto rand_uid = static_cast<std::uint16_t>(kRandomPoolUidBase + SplitMix64(seed).next() % kRandomPoolUidSpan);
@@ -141,6 +144,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
     e.own_margin = cx.o.protocol.scoring.own_data_margin;
     e.align_margin = cx.o.protocol.scoring.gradient_margin;
     e.z_min = cx.o.protocol.scoring.own_data_z;
+    if (!admitted_norms.empty() && median > 0) e.norm_ratio = norm / median;
     const double after_own = after.is_ok() ? model::mean_loss(after->first) : 0;
     const double after_rand = after.is_ok() ? model::mean_loss(after->second) : 0;
     if (!after.is_ok()) {
@@ -188,6 +192,7 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
                               {"random_gain", (e.loss_before_rand - e.loss_after_rand) / e.loss_before_rand},
                               {"decoy_gain", decoy_gain},
                               {"own_z", e.own_z},
+                              {"norm_ratio", e.norm_ratio},
                               {"decoy_z", decoy_z},
                               {"align_own", e.align_own},
                               {"align_random", e.align_rand},

@@ -99,6 +99,15 @@ std::vector<int> tied_ranks(const std::vector<const Evaluation*>& ranked, const 
 
 }  // namespace
 
+double norm_fit(const Evaluation& e, const ScoringParams& p) {
+  return e.norm_ratio > p.max_norm_ratio ? p.max_norm_ratio / e.norm_ratio : 1.0;
+}
+
+double credited_score(const Evaluation& e, const ScoringParams& p) {
+  const double g = gradient_score(e);
+  return g > 0 ? g * norm_fit(e, p) : g;
+}
+
 void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput& in, const ScoringParams& p) {
   // Ratings: valid evaluations by gradient score (higher first; ties by uid), invalid ones tied last.
   std::vector<const Evaluation*> ranked;
@@ -128,7 +137,9 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
     ++s.judged;
     s.last_gradient_score = gradient_score(e);
     if (e.valid) {
-      const double relative = best > 0 ? s.last_gradient_score / best : 0.0;
+      // An update far above the median norm is measured at the median like
+      // every other, and counts only in part: scaling up earns less.
+      const double relative = best > 0 ? credited_score(e, p) / best : 0.0;
       s.evidence = s.evaluations == 0 ? relative : (1 - p.evidence_alpha) * s.evidence + p.evidence_alpha * relative;
       ++s.evaluations;
     }

@@ -43,6 +43,7 @@ std::vector<UidResult> window_results(const std::vector<Upload>& uploads, const 
       if (std::isfinite(e.align_own)) r.eval->align_own = e.align_own;
       if (std::isfinite(e.align_rand)) r.eval->align_rand = e.align_rand;
       if (std::isfinite(e.own_z)) r.eval->own_z = e.own_z;
+      if (e.norm_ratio > 0) r.eval->norm_ratio = e.norm_ratio;
     }
     if (auto s = scores.find(u.uid); s != scores.end()) r.final_score = s->second.final_score;
     out.push_back(std::move(r));

@@ -143,6 +143,7 @@ json to_json(const UidResult& r) {
     if (e.align_own) j["align_own"] = *e.align_own;
     if (e.align_rand) j["align_rand"] = *e.align_rand;
     if (e.own_z) j["own_z"] = *e.own_z;
+    if (e.norm_ratio) j["norm_ratio"] = *e.norm_ratio;
   }
   return j;
 }
@@ -172,6 +173,7 @@ Result<UidResult> uid_result_from_json(const json& j) {
     e.align_own = rd.opt<double>("align_own");
     e.align_rand = rd.opt<double>("align_rand");
     e.own_z = rd.opt<double>("own_z");
+    e.norm_ratio = rd.opt<double>("norm_ratio");
     r.eval = e;
   }
   if (!rd.ok()) return rd.status();

@@ -28,6 +28,7 @@ struct ScoringParams {
   double evidence_alpha = 0.5;        // evidence <- (1 - alpha) * evidence + alpha * relative gradient score
   double admit_ratio = 0.25;          // a uid joins the set while its evidence is at least this
   double admit_sync = 0.3;            // and its sync is at least this (about one window behind at most)
+  double max_norm_ratio = 4.0;        // an update over this × the admitted median earns that share of its gain
   double own_data_margin = 0.0;       // binary +1 needs own gain > random gain + margin * |random gain|
   double gradient_margin = 0.0;       // and (gradient check) align_own > align_rand + margin * |align_rand|
   std::uint32_t min_evaluations = 3;  // no final score before this many evaluated windows

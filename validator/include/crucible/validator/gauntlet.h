@@ -45,7 +45,18 @@ struct Evaluation {
   // pass needs (ScoringParams' own_data_z).
   double own_z = std::numeric_limits<double>::quiet_NaN();
   double z_min = 0;
+  // The update's norm over the window's median norm of admitted uids (0
+  // while no uid is admitted: nothing to compare with, nothing discounted).
+  double norm_ratio = 0;
 };
+
+// The share of an evaluation's gain that counts toward evidence: 1 up to
+// max_norm_ratio times the admitted median, max_norm_ratio / norm_ratio
+// beyond (protocol.md §6).
+double norm_fit(const Evaluation& e, const ScoringParams& p);
+// The gradient score that counts toward evidence: a gain times norm_fit; a
+// loss in full (discounting it would pay for scaling a harmful update up).
+double credited_score(const Evaluation& e, const ScoringParams& p);
 
 // How far an update's gain on the uid's own samples stands above its gain on
 // the random samples, in units of the sampling noise of that difference

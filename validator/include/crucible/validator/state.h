@@ -46,6 +46,7 @@ struct EvalResult {
   double steps_behind = 0;
   std::optional<double> align_own = {}, align_rand = {};  // the gradient check, when it ran
   std::optional<double> own_z = {};                       // the own-data gain's z, when measured
+  std::optional<double> norm_ratio = {};                  // its norm over the admitted median, when there was one
 };
 
 // One uid's result in one window. "reason" is a protocol::Rejection name.
