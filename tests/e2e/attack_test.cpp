@@ -276,13 +276,9 @@ TEST_F(AttackTest, NoAttackerStopsOrStallsANodeAndNoneEarnsWeight) {
   auto chain_weights = onchain_weights(**reader);
   auto& onchain = chain_weights.weights;
   EXPECT_GE(chain_weights.posts, 1u);
-  // The weight goes to honest miners. Each of them scored above every
-  // attacker (above); how the weight splits between equal honest miners
-  // over four windows is noise this suite does not judge (issue #28: on
-  // some networks one of two gets ~all of it).
-  std::uint64_t honest_weight = 0;
-  for (std::uint16_t h : honest_uids_) honest_weight += onchain[h];
-  EXPECT_GT(honest_weight, 0u);
+  // The weight goes to the honest miners, each of them (since issue #28 no
+  // factor of the score is a rank: equal miners earn alike).
+  for (std::uint16_t h : honest_uids_) EXPECT_GT(onchain[h], 0u) << "honest uid " << h;
   for (const auto& at : attackers_) EXPECT_EQ(onchain.count(at.uid), 0u) << attack_name(at.kind);
 }
 
