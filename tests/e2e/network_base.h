@@ -150,18 +150,18 @@ peer_file_urls = true
     return {"/bin/bash", "-c", cmd};
   }
 
-  std::unique_ptr<testing::Child> start_miner(std::size_t i, int max_windows = kValidatorWindows + 2) {
+  std::unique_ptr<testing::Child> start_miner(std::size_t i, int max_windows = kValidatorWindows + 2,
+                                              int inner_steps = 4) {
     const std::string name = fmt::format("honest{}", i);
     if (miner_metrics_ports_.size() <= i) miner_metrics_ports_.resize(i + 1);
     miner_metrics_ports_[i] = free_port();
-    std::string toml = dir_.write(
-        name + ".toml", fmt::format(R"(
+    std::string toml = dir_.write(name + ".toml", fmt::format(R"(
 [storage]
 url = "file://{}"
 [miner]
 data_dir = "{}"
 state_dir = "{}"
-inner_steps = 4
+inner_steps = {}
 micro_batch = 4
 lr = 0.003
 warmup_steps = 0
@@ -171,8 +171,9 @@ progress = "off"
 max_windows = {}
 metrics_port = {}
 )",
-                                    (dir_.path() / (name + "-store")).string(), data_,
-                                    (dir_.path() / (name + "-state")).string(), max_windows, miner_metrics_ports_[i]));
+                                                              (dir_.path() / (name + "-store")).string(), data_,
+                                                              (dir_.path() / (name + "-state")).string(), inner_steps,
+                                                              max_windows, miner_metrics_ports_[i]));
     std::string key = testing::write_keystore(honest_keys_[i], dir_.path() / (name + ".key"), "pw");
     return std::make_unique<testing::Child>(node_argv("crucible-miner", toml, key),
                                             std::map<std::string, std::string>{{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
