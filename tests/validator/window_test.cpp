@@ -542,6 +542,47 @@ TEST_F(ValidatorInProcess, AFreshValidatorThatStopsBeforeItsFirstCommitResumesTh
   EXPECT_EQ(*node->state().last_committed_window(), 4u);  // window 4, not the one under way
 }
 
+// A stop between a posting window's record and its weights post (nothing
+// logged for the epoch yet): the restart posts them (post_missed_weights),
+// once; a restart that finds the epoch logged posts nothing more.
+TEST_F(ValidatorInProcess, AStopBetweenAWindowsRecordAndItsPostPostsTheWeightsAtRestart) {
+  const protocol::WindowClock clock(o_.protocol);
+  mine_through(clock.slot_block(5), 100);  // window 4's slot is over: it can be processed
+  o_.validator.start_window = 4;
+  o_.validator.max_windows = 1;
+  std::uint64_t last = 0;
+  {
+    auto node = run_validator(nullptr);
+    ASSERT_NE(node, nullptr);
+    ASSERT_TRUE(node->state().last_committed_window().is_ok());
+    last = node->state().last_committed_window()->value();
+    ASSERT_EQ(fake_.weights().size(), 1u) << "window " << last << " posted its weights";
+    // The crash: the window is recorded, its post (and the post's log entry) never happened.
+    storage::StateStore::Batch forget;
+    forget.remove(storage::Family::kWeightsLog, epoch_key(last / o_.validator.weights_every));
+    ASSERT_TRUE(node->state().commit(std::move(forget)).is_ok());
+  }
+  fake_.mine(100);  // past the chain's rate limit since the first post
+  o_.validator.start_window = -1;
+  o_.validator.max_windows = 0;
+  o_.validator.end_window = static_cast<std::int64_t>(last + 1);  // nothing new to process: only the restart's work
+  {
+    auto node = run_validator(nullptr);
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(*node->state().last_committed_window(), last);
+    EXPECT_EQ(fake_.weights().size(), 2u) << "the missed post was not made at restart";
+    auto logged = node->state().get(storage::Family::kWeightsLog, epoch_key(last / o_.validator.weights_every));
+    ASSERT_TRUE(logged.is_ok() && logged->has_value());
+    EXPECT_EQ(weights_entry_from_json(nlohmann::json::parse(**logged))->phase, WeightsPhase::kConfirmed);
+  }
+  fake_.mine(100);
+  {
+    auto node = run_validator(nullptr);
+    ASSERT_NE(node, nullptr);
+    EXPECT_EQ(fake_.weights().size(), 2u) << "a logged epoch was posted again";
+  }
+}
+
 Upload valid_upload(std::uint16_t uid, std::int64_t at_ms, std::uint8_t content,
                     std::vector<kernels::CompressedTensor> t) {
   Upload u;
