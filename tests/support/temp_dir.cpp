@@ -1,5 +1,6 @@
 #include "support/temp_dir.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -14,6 +15,11 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  // For a post-mortem: CRUCIBLE_KEEP_TEST_DIRS=1 leaves every test folder (logs, stores, state) in place.
+  if (const char* keep = std::getenv("CRUCIBLE_KEEP_TEST_DIRS"); keep != nullptr && *keep != '\0' && *keep != '0') {
+    std::fprintf(stderr, "kept %s (CRUCIBLE_KEEP_TEST_DIRS)\n", path_.c_str());
+    return;
+  }
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
 }
