@@ -51,6 +51,17 @@ void bind_scoring(config::Schema& schema, ScoringParams& s) {
                     "many standard errors above its gain on random samples, the noise measured from the losses of "
                     "each sample (docs/reliability.md).",
                     0, 10);
+  schema.add_double("protocol.trust_decay", &s.trust_decay,
+                    "Trust accumulates the own-data z of a uid's evaluations, each one weighted by this against "
+                    "the next newer (docs/protocol.md §6): 0.9 counts about the last nineteen evaluations.",
+                    0, 0.99);
+  schema.add_double("protocol.trust_z", &s.trust_z,
+                    "Trust is 0 while the accumulated own-data z is at most this: a uid that does not train on its "
+                    "own samples draws it from N(0, 1), so 2 pays such a uid in about 2% of windows.",
+                    0, 100);
+  schema.add_double("protocol.trust_z_span", &s.trust_z_span,
+                    "Trust rises from 0 to 1 as the accumulated own-data z goes from trust_z to trust_z + this.", 1e-3,
+                    100);
   schema.add_double("protocol.gradient_margin", &s.gradient_margin,
                     "With validator.gradient_check = require, the binary indicator is +1 only when the update's "
                     "cosine with the gradient on the uid's own samples beats the one on random samples by this "

@@ -61,12 +61,18 @@ TEST(StatusExplain, Evidence) {
   EXPECT_THAT((*r)[0].why, HasSubstr("common norm"));
 }
 
-TEST(StatusExplain, Bma) {
-  auto r = cli::explain_zero(miner_body({{"final", 0.0}, {"bma", -0.25}}));
+TEST(StatusExplain, TrustNamesTheAccumulatedZ) {
+  auto r = cli::explain_zero(miner_body({{"final", 0.0}, {"trust", 0.0}, {"trust_z", 0.37}}));
   ASSERT_TRUE(r.is_ok());
   ASSERT_EQ(r->size(), 1u);
-  EXPECT_EQ((*r)[0].factor, "bma");
-  EXPECT_THAT((*r)[0].why, HasSubstr("own assigned data"));
+  EXPECT_EQ((*r)[0].factor, "trust");
+  EXPECT_THAT((*r)[0].why, HasSubstr("0.37"));
+  EXPECT_THAT((*r)[0].why, HasSubstr("own assigned samples"));
+  // Where no z was measured, the binary moving average is what trust came from.
+  r = cli::explain_zero(miner_body({{"final", 0.0}, {"trust", 0.0}, {"bma", -0.25}}));
+  ASSERT_TRUE(r.is_ok());
+  ASSERT_EQ(r->size(), 1u);
+  EXPECT_THAT((*r)[0].why, HasSubstr("-0.250"));
 }
 
 TEST(StatusExplain, SyncSaysHowFarBehind) {
@@ -86,8 +92,8 @@ TEST(StatusExplain, PenaltyNearZeroCountsEvenWithAPositiveFinal) {
 }
 
 TEST(StatusExplain, SeveralFactorsAndANewcomer) {
-  EXPECT_EQ(factors(miner_body({{"final", 0.0}, {"bma", 0.0}, {"sync", 0.0}})),
-            (std::vector<std::string>{"bma", "sync"}));
+  EXPECT_EQ(factors(miner_body({{"final", 0.0}, {"trust", 0.0}, {"sync", 0.0}})),
+            (std::vector<std::string>{"trust", "sync"}));
   EXPECT_EQ(factors(miner_body({{"final", 0.0}, {"last_evaluated", nullptr}})),
             (std::vector<std::string>{"not_evaluated"}));
   EXPECT_FALSE(cli::explain_zero("[1,2]").is_ok());

@@ -212,9 +212,86 @@ TEST(Gauntlet, FinalScoreCombinesTheFactors) {
   EXPECT_NEAR(s[1].final_score, 1.0, 1e-12);  // not evaluated: what its record says
 }
 
-// Trust is the BMA without its start-up bias: the share of checks passed
-// over failed, recent ones weighing more, whatever the uid's age.
-TEST(Gauntlet, TrustIsTheBmaWithoutItsStartUpBias) {
+// Trust accumulates the own-data z of every evaluation (a recency-weighted
+// Stouffer sum), by hand: what one window adds is its z within ±4, at most
+// 0 when the gain check fails, nothing when not measured.
+TEST(Gauntlet, TrustAccumulatesTheOwnDataZ) {
+  ScoringParams p;
+  ASSERT_EQ(p.trust_decay, 0.9);
+  ASSERT_EQ(p.trust_z, 2.0);
+  ASSERT_EQ(p.trust_z_span, 1.0);
+  std::map<std::uint16_t, MinerScore> s;
+  WindowInput in;
+  in.uploaded = in.candidates = {1};
+  auto window = [&](std::uint64_t w, double own_z, double after_own = 3.9) {
+    in.window = w;
+    Evaluation e = eval(1, 4, after_own, 5, 4.95);  // own 2.5% > random 1% unless after_own says otherwise
+    e.own_z = own_z;
+    in.evaluations = {e};
+    score_window(s, in, p);
+  };
+  EXPECT_TRUE(std::isnan(accumulated_own_z(s[1])));
+  window(1, 1.5);
+  EXPECT_DOUBLE_EQ(accumulated_own_z(s[1]), 1.5);
+  EXPECT_DOUBLE_EQ(trust(s[1], p), 0.0);  // one window of z 1.5 is no evidence: N(0, 1) passes it 7% of the time
+  window(2, 2.0);
+  const double z2 = (2.0 + 0.9 * 1.5) / std::sqrt(1 + 0.81);
+  EXPECT_NEAR(accumulated_own_z(s[1]), z2, 1e-12);
+  EXPECT_NEAR(trust(s[1], p), z2 - 2.0, 1e-12);  // 2.49: half trusted
+  window(3, std::nan(""));                       // not measured: nothing added
+  EXPECT_NEAR(accumulated_own_z(s[1]), z2, 1e-12);
+  window(4, 50.0);  // one memorised window counts as z 4 at most
+  const double z4 = (4.0 + 0.9 * 2.0 + 0.81 * 1.5) / std::sqrt(1 + 0.81 + 0.6561);
+  EXPECT_NEAR(accumulated_own_z(s[1]), z4, 1e-12);
+  EXPECT_DOUBLE_EQ(trust(s[1], p), 1.0);
+  window(5, 3.0, 3.99);  // own gain 0.25% below the random 1%: a z of 3 counts as 0
+  const double z5 = (0.9 * 4.0 + 0.81 * 2.0 + 0.729 * 1.5) / std::sqrt(1 + 0.81 + 0.6561 + 0.531441);
+  EXPECT_NEAR(accumulated_own_z(s[1]), z5, 1e-12);
+  EXPECT_EQ(s[1].judged, 5u);
+  // Kept and served as the record says.
+  EXPECT_NEAR(s[1].own_z_sum / std::sqrt(s[1].own_z_norm2), z5, 1e-12);
+}
+
+// The bar is where a miner that does not train on its own samples stands
+// after any number of evaluations: Z is N(0, 1), so trust is positive in
+// about 2.3% of its windows (Φ(-2)), while an honest miner whose own-data z
+// averages 1.5 per window (below the 1.9 that honest miners averaged over
+// the first six windows of IncentiveTest and EffortTest) is trusted within
+// a few evaluations and stays so.
+TEST(Gauntlet, TrustSeparatesOwnDataFromOtherDataWhateverTheCount) {
+  ScoringParams p;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<double> z(0.0, 1.0);
+  int other_trusted = 0, other_total = 0;
+  double honest_trust = 0;
+  int honest_total = 0, honest_untrusted = 0;
+  for (int run = 0; run < 4000; ++run) {
+    MinerScore other, honest;
+    for (int n = 1; n <= 20; ++n) {
+      for (auto [s, mean] : {std::pair{&other, 0.0}, std::pair{&honest, 1.5}}) {
+        s->own_z_sum = p.trust_decay * s->own_z_sum + std::clamp(mean + z(rng), -kTrustZCap, kTrustZCap);
+        s->own_z_norm2 = p.trust_decay * p.trust_decay * s->own_z_norm2 + 1;
+      }
+      if (n < 3) continue;  // min_evaluations
+      ++other_total;
+      other_trusted += trust(other, p) > 0;
+      if (n < 8) continue;
+      ++honest_total;
+      honest_trust += trust(honest, p);
+      honest_untrusted += trust(honest, p) == 0;
+    }
+  }
+  const double other_rate = static_cast<double>(other_trusted) / other_total;
+  EXPECT_GT(other_rate, 0.015);  // the normal tail, not a bias
+  EXPECT_LT(other_rate, 0.035);
+  EXPECT_GT(honest_trust / honest_total, 0.9);
+  EXPECT_LT(static_cast<double>(honest_untrusted) / honest_total, 0.02);
+}
+
+// Where no own-data z is measured (eval_batches below 2), trust is the BMA
+// without its start-up bias: the share of checks passed over failed, recent
+// ones weighing more, whatever the uid's age.
+TEST(Gauntlet, WithoutAMeasuredZTrustIsTheBmaWithoutItsStartUpBias) {
   ScoringParams p;
   MinerScore s;
   EXPECT_EQ(trust(s, p), 0.0);  // nothing judged yet
@@ -241,14 +318,16 @@ TEST(Gauntlet, TrustIsTheBmaWithoutItsStartUpBias) {
 
 // Equal work earns alike (issue #28): honest uids whose gains differ by
 // measurement noise get shares that differ by that noise, not by rank: over
-// ten windows of four equal uids whose gains are 2% ± 10% noise, none ends
-// below half the mean weight (under ranking, one took nearly all).
+// ten windows of four equal uids whose gains are 2% ± 10% noise and whose
+// own-data z's are 2 ± 1 (the e2e networks' first windows), none ends below
+// half the mean weight (under ranking, one took nearly all; with trust from
+// counted ±1 checks, one failed check among six cost a third).
 TEST(Gauntlet, EqualWorkEarnsAlike) {
   ScoringParams p;
   for (std::uint64_t seed = 1; seed <= 10; ++seed) {
     std::map<std::uint16_t, MinerScore> s;
     std::mt19937_64 rng(seed);
-    std::normal_distribution<double> noise(0.0, 0.1);
+    std::normal_distribution<double> noise(0.0, 0.1), z(2.0, 1.0);
     WindowInput in;
     in.uploaded = in.candidates = {1, 2, 3, 4};
     for (std::uint64_t w = 1; w <= 10; ++w) {
@@ -256,7 +335,9 @@ TEST(Gauntlet, EqualWorkEarnsAlike) {
       in.evaluations.clear();
       for (std::uint16_t u : in.uploaded) {
         const double g = 0.02 * (1 + noise(rng));
-        in.evaluations.push_back(eval(u, 4, 4 * (1 - 1.5 * g), 5, 5 * (1 - g)));
+        Evaluation e = eval(u, 4, 4 * (1 - 1.5 * g), 5, 5 * (1 - g));
+        e.own_z = z(rng);
+        in.evaluations.push_back(e);
       }
       score_window(s, in, p);
     }

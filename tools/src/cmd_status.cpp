@@ -115,10 +115,13 @@ void show_scores(const StatusArgs& a, std::uint16_t uid, bool permit) {
     }
   }
   line("score", fmt::format("final {:.6f}, weight {:.4f}", s.value("final", 0.0), s.value("weight", 0.0)));
-  line("factors",
-       fmt::format("evidence {:.3f}, trust {:.3f} (bma {:.3f}), sync {:.3f}, penalty {:.3f}{}",
-                   s.value("evidence", 0.0), s.value("trust", 0.0), s.value("bma", 0.0), s.value("sync", 0.0),
-                   s.value("penalty", 0.0), s.value("zeroed", false) ? ", zeroed (last evaluation invalid)" : ""));
+  line("factors", fmt::format("evidence {:.3f}, trust {:.3f} ({}), sync {:.3f}, penalty {:.3f}{}",
+                              s.value("evidence", 0.0), s.value("trust", 0.0),
+                              s.contains("trust_z") && s["trust_z"].is_number()
+                                  ? fmt::format("own-data z {:.2f}", s["trust_z"].get<double>())
+                                  : fmt::format("bma {:.3f}", s.value("bma", 0.0)),
+                              s.value("sync", 0.0), s.value("penalty", 0.0),
+                              s.value("zeroed", false) ? ", zeroed (last evaluation invalid)" : ""));
   auto why = explain_zero(*m);
   if (!why.is_ok() || why->empty()) return;
   fmt::print("\nwhy the score is 0:\n");

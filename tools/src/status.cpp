@@ -94,12 +94,17 @@ Result<std::vector<ZeroFactor>> explain_zero(std::string_view miner_json) {
                    "train every window on the uid's assigned samples from the network's current model; an update "
                    "that does not help (noise, a stale model) earns nothing"});
   }
-  if (const double bma = number(s, "bma", 0);
-      bma <= 0 && s.contains("last_evaluated") && !s["last_evaluated"].is_null()) {
-    out.push_back({"bma",
-                   fmt::format("its binary moving average is {:.3f}: its updates did not lower the loss on its "
-                               "own assigned data more than on random data",
-                               bma),
+  if (const double trust = number(s, "trust", 0);
+      trust <= 0 && s.contains("last_evaluated") && !s["last_evaluated"].is_null()) {
+    const bool has_z = s.contains("trust_z") && s["trust_z"].is_number();
+    out.push_back({"trust",
+                   has_z ? fmt::format("its trust is 0 (own-data z accumulated over its evaluations {:.2f}): its "
+                                       "updates did not lower the loss on its own assigned samples clearly more "
+                                       "than on random samples",
+                                       s["trust_z"].get<double>())
+                         : fmt::format("its trust is 0 (binary moving average {:.3f}): its updates did not lower "
+                                       "the loss on its own assigned data more than on random data",
+                                       number(s, "bma", 0)),
                    "train on the uid's assigned samples (the network's dataset and [protocol] values); check that "
                    "the miner's loss falls in its log"});
   }

@@ -1,4 +1,5 @@
 #include <charconv>
+#include <cmath>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -98,6 +99,8 @@ json score_json(std::uint16_t uid, const MinerScore& s, double weight, const Sco
   j["uid"] = uid;
   j["weight"] = weight;
   j["trust"] = trust(s, p);
+  const double z = accumulated_own_z(s);
+  j["trust_z"] = std::isnan(z) ? json(nullptr) : json(z);
   return j;
 }
 

@@ -14,14 +14,30 @@ double gradient_score(const Evaluation& e) {
   return (e.loss_before_rand - e.loss_after_rand) / e.loss_before_rand;
 }
 
-int binary_indicator(const Evaluation& e) {
-  if (!e.valid || !(e.loss_before_own > 0) || !(e.loss_before_rand > 0)) return -1;
+namespace {
+
+// binary's checks but the z test: the own-data gain beats the random one by
+// its margin and, when required, the gradient check passes.
+bool gain_and_alignment_pass(const Evaluation& e) {
+  if (!e.valid || !(e.loss_before_own > 0) || !(e.loss_before_rand > 0)) return false;
   double own = (e.loss_before_own - e.loss_after_own) / e.loss_before_own;
   double rand = (e.loss_before_rand - e.loss_after_rand) / e.loss_before_rand;
-  if (!(own > rand + e.own_margin * std::abs(rand))) return -1;
-  if (!std::isnan(e.own_z) && !(e.own_z > e.z_min)) return -1;
-  if (!e.align_required) return 1;
-  return e.align_own > e.align_rand + e.align_margin * std::abs(e.align_rand) ? 1 : -1;  // a NaN either side fails
+  if (!(own > rand + e.own_margin * std::abs(rand))) return false;
+  if (!e.align_required) return true;
+  return e.align_own > e.align_rand + e.align_margin * std::abs(e.align_rand);  // a NaN either side fails
+}
+
+}  // namespace
+
+int binary_indicator(const Evaluation& e) {
+  if (!gain_and_alignment_pass(e)) return -1;
+  return std::isnan(e.own_z) || e.own_z > e.z_min ? 1 : -1;
+}
+
+double trust_z_of(const Evaluation& e) {
+  if (!e.valid || !std::isfinite(e.own_z)) return std::numeric_limits<double>::quiet_NaN();
+  const double z = std::clamp(e.own_z, -kTrustZCap, kTrustZCap);
+  return gain_and_alignment_pass(e) ? z : std::min(z, 0.0);
 }
 
 double own_data_z(std::span<const double> before_own, std::span<const double> after_own,
@@ -66,7 +82,14 @@ bool admitted(const MinerScore& s, const ScoringParams& p) {
   return s.evaluations > 0 && !s.zeroed && s.evidence >= p.admit_ratio && s.sync >= p.admit_sync;
 }
 
+double accumulated_own_z(const MinerScore& s) {
+  return s.own_z_norm2 > 0 ? s.own_z_sum / std::sqrt(s.own_z_norm2) : std::numeric_limits<double>::quiet_NaN();
+}
+
 double trust(const MinerScore& s, const ScoringParams& p) {
+  if (const double z = accumulated_own_z(s); !std::isnan(z)) {
+    return std::clamp((z - p.trust_z) / p.trust_z_span, 0.0, 1.0);
+  }
   if (s.judged == 0 || !(s.bma > 0)) return 0.0;
   const double weight = 1.0 - std::pow(1.0 - p.bma_alpha, static_cast<double>(s.judged));
   return weight > 0 ? std::min(1.0, s.bma / weight) : 0.0;
@@ -135,6 +158,10 @@ void score_window(std::map<std::uint16_t, MinerScore>& scores, const WindowInput
     MinerScore& s = scores[e.uid];
     s.bma = (1 - p.bma_alpha) * s.bma + p.bma_alpha * binary_indicator(e);
     ++s.judged;
+    if (const double z = trust_z_of(e); !std::isnan(z)) {
+      s.own_z_sum = p.trust_decay * s.own_z_sum + z;
+      s.own_z_norm2 = p.trust_decay * p.trust_decay * s.own_z_norm2 + 1;
+    }
     s.last_gradient_score = gradient_score(e);
     if (e.valid) {
       // An update far above the median norm is measured at the median like

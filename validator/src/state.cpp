@@ -33,6 +33,8 @@ json to_json(const MinerScore& s) {
           {"evidence", s.evidence},
           {"evaluations", s.evaluations},
           {"judged", s.judged},
+          {"own_z_sum", s.own_z_sum},
+          {"own_z_norm2", s.own_z_norm2},
           {"hotkey", s.hotkey ? json(to_hex(*s.hotkey)) : json(nullptr)},
           {"final", s.final_score}};
 }
@@ -54,6 +56,8 @@ MinerScore score_from_json(const json& j) {
   s.evidence = j.value("evidence", 0.0);
   s.evaluations = j.value("evaluations", 0u);
   s.judged = j.value("judged", s.evaluations);  // records from before it was kept: about as many
+  s.own_z_sum = j.value("own_z_sum", 0.0);
+  s.own_z_norm2 = j.value("own_z_norm2", 0.0);
   if (j.contains("hotkey") && j["hotkey"].is_string()) {
     if (auto h = from_hex_fixed<32>(j["hotkey"].get<std::string>()); h.is_ok()) s.hotkey = *h;
   }

@@ -33,6 +33,11 @@ struct ScoringParams {
   double gradient_margin = 0.0;       // and (gradient check) align_own > align_rand + margin * |align_rand|
   std::uint32_t min_evaluations = 3;  // no final score before this many evaluated windows
   double own_data_z = 0.5;            // and the own-over-random gain's z (per-sample noise) above this
+  // Trust from the own-data z's accumulated over evaluations (protocol.md §6):
+  // Z = Σ decay^k z_k / sqrt(Σ decay^2k); trust = clamp((Z - trust_z) / trust_z_span, 0, 1).
+  double trust_decay = 0.9;   // weight of an evaluation one evaluation older
+  double trust_z = 2.0;       // trust is 0 up to this accumulated Z (N(0, 1) for a miner not on its own data)
+  double trust_z_span = 1.0;  // and rises to 1 over this much more
 };
 
 struct Options {

@@ -80,6 +80,13 @@ double gradient_score(const Evaluation& e);
 // samples by align_margin of the latter (when align_required), and, where
 // own_z was measured, own_z > z_min; else -1.
 int binary_indicator(const Evaluation& e);
+// What one evaluation adds to a uid's accumulated own-data z (trust): its
+// own_z within ±kTrustZCap (one memorised window cannot buy trust for many
+// after it), at most 0 when binary's other checks fail (the own gain beats
+// the random one by own_margin; the gradient check, when required); NaN
+// when invalid or not measured (it adds nothing).
+inline constexpr double kTrustZCap = 4.0;
+double trust_z_of(const Evaluation& e);
 // max(0, 1 - min(x, cap) / cap)^power for x windows behind.
 double sync_score(double steps_behind, const ScoringParams& p);
 
@@ -93,9 +100,11 @@ struct MinerScore {
   std::uint32_t waiting = 1;  // windows since last evaluated (for fair sampling)
   double last_gradient_score = 0;
   double final_score = 0;
-  double evidence = 0;                                 // moving average of gradient score / its window's best
-  std::uint32_t evaluations = 0;                       // valid evaluations so far
-  std::uint32_t judged = 0;                            // binary indicators folded into the BMA so far
+  double evidence = 0;            // moving average of gradient score / its window's best
+  std::uint32_t evaluations = 0;  // valid evaluations so far
+  std::uint32_t judged = 0;       // binary indicators folded into the BMA so far
+  double own_z_sum = 0;           // Σ trust_decay^k z_k over its measured evaluations, newest k = 0 (trust_z_of)
+  double own_z_norm2 = 0;         // Σ trust_decay^2k: the sum's variance when every z_k is N(0, 1)
   std::optional<std::array<std::uint8_t, 32>> hotkey;  // whose record this is
 };
 
@@ -114,10 +123,18 @@ std::vector<std::uint16_t> bind_hotkeys(std::map<std::uint16_t, MinerScore>& sco
 // measurement noise all stay in; zero and useless updates stay out.
 bool admitted(const MinerScore& s, const ScoringParams& p);
 
-// The BMA with its start-up bias taken out: max(0, BMA) / (1 - (1 -
-// bma_alpha)^judged), a recency-weighted share of passes over fails in
-// [0, 1]. A newcomer that has passed every check so far trusts as fully as
-// a veteran that has; 0 before any indicator.
+// The own-data z's of a uid's evaluations, accumulated (a recency-weighted
+// Stouffer sum): Z = own_z_sum / sqrt(own_z_norm2). For a uid that does not
+// train on its own samples each z is about N(0, 1), and so is Z, however
+// many evaluations; for one that does, Z grows with every evaluation (about
+// mean z × sqrt(evaluations), up to mean z × 4.4 with trust_decay 0.9). NaN
+// before any measured z.
+double accumulated_own_z(const MinerScore& s);
+
+// Whether the uid trains on its own samples, in [0, 1]: clamp((Z -
+// trust_z) / trust_z_span, 0, 1) with Z = accumulated_own_z. Where no z was
+// ever measured (eval_batches below 2), the BMA with its start-up bias taken
+// out: max(0, BMA) / (1 - (1 - bma_alpha)^judged); 0 before any indicator.
 double trust(const MinerScore& s, const ScoringParams& p);
 
 struct WindowInput {
