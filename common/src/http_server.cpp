@@ -1,5 +1,7 @@
 #include "crucible/common/http_server.h"
 
+#include <sys/resource.h>
+
 #include <fmt/format.h>
 #include <xxhash.h>
 #include <boost/asio.hpp>
@@ -245,6 +247,17 @@ Result<std::unique_ptr<Server>> Server::start(const ServerOptions& options, Hand
     s->impl_->threads.emplace_back([impl = s->impl_.get()] { impl->ioc.run(); });
   }
   return s;
+}
+
+std::uint64_t raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  return limit.rlim_cur == RLIM_INFINITY ? UINT64_MAX : static_cast<std::uint64_t>(limit.rlim_cur);
 }
 
 }  // namespace crucible::http

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <thread>
 
+#include "crucible/common/http_server.h"
 #include "e2e/network_base.h"
 #include "support/http_client.h"
 #include "support/slow_clients.h"
@@ -31,7 +32,7 @@ class SlowlorisTest : public e2e::NetworkBase {
   // Holds the slow sockets against `port` and asks `path` kRequests times;
   // returns how many were answered 200 within a second.
   int served_under_attack(std::uint16_t port, const std::string& path) {
-    EXPECT_GE(testing::raise_open_file_limit(), static_cast<std::uint64_t>(kSlowSockets + 256))
+    EXPECT_GE(http::raise_open_file_limit(), static_cast<std::uint64_t>(kSlowSockets + 256))
         << "this process cannot open the test's sockets";
     std::vector<std::string> sources;
     for (int i = 2; i <= 9; ++i) sources.push_back(fmt::format("127.0.0.{}", i));

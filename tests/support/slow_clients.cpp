@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -36,15 +35,6 @@ int open_socket(const std::string& source, std::uint16_t port, bool blocking) {
 }  // namespace
 
 int connect_from(const std::string& source, std::uint16_t port) { return open_socket(source, port, true); }
-
-std::uint64_t raise_open_file_limit() {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
-  limit.rlim_cur = limit.rlim_max;
-  setrlimit(RLIMIT_NOFILE, &limit);
-  getrlimit(RLIMIT_NOFILE, &limit);
-  return limit.rlim_cur;
-}
 
 SlowClients::SlowClients(std::uint16_t port, std::vector<std::string> sources, int sockets, double byte_interval_s)
     : port_(port), sources_(std::move(sources)), sockets_(sockets), interval_s_(byte_interval_s) {

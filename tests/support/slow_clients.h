@@ -17,9 +17,6 @@ namespace crucible::testing {
 // address), or -1.
 int connect_from(const std::string& source, std::uint16_t port);
 
-// Raises this process's open-file soft limit to the hard one; returns the limit.
-std::uint64_t raise_open_file_limit();
-
 class SlowClients {
  public:
   SlowClients(std::uint16_t port, std::vector<std::string> sources, int sockets, double byte_interval_s = 1.0);

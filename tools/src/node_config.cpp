@@ -1,6 +1,5 @@
 #include "crucible/cli/node_config.h"
 
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -13,6 +12,7 @@
 
 #include "crucible/chain/keystore.h"
 #include "crucible/cli/password.h"
+#include "crucible/common/http_server.h"
 #include "crucible/common/log_options.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/version.h"
@@ -111,20 +111,15 @@ namespace {
 // often 1,024: it is raised to the hard one, as servers do, and a limit
 // still under what the endpoint may hold is said at start.
 void raise_open_file_limit(Role role, const NodeConfig& config) {
-  rlimit limit{};
-  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return;
-  if (limit.rlim_cur < limit.rlim_max) {
-    rlimit raised = limit;
-    raised.rlim_cur = limit.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
-  }
+  const std::uint64_t limit = http::raise_open_file_limit();
+  if (limit == 0) return;
   const std::uint64_t endpoint = role == Role::kValidator
                                      ? (config.api.port != 0 ? config.api.max_connections : 0)
                                      : (config.miner.metrics_port != 0 ? config.miner.metrics_max_connections : 0);
   constexpr std::uint64_t kOwnUse = 512;  // RocksDB's files, stores, the chain
-  if (limit.rlim_cur != RLIM_INFINITY && endpoint + kOwnUse > limit.rlim_cur) {
+  if (endpoint + kOwnUse > limit) {
     log::warn("the open-file limit is below what the HTTP endpoint may hold beside the node's own files",
-              {{"limit", static_cast<std::uint64_t>(limit.rlim_cur)}, {"wanted", endpoint + kOwnUse}});
+              {{"limit", limit}, {"wanted", endpoint + kOwnUse}});
   }
 }
 

@@ -61,6 +61,11 @@ std::string etag_of(std::string_view body);
 // weak or strong) names `etag`.
 bool etag_matches(std::string_view if_none_match, std::string_view etag);
 
+// Raises this process's open-file soft limit to its hard limit, as servers
+// do (a descriptor per connection, beside the process's own files), and
+// returns the soft limit now: UINT64_MAX when unlimited, 0 when unreadable.
+std::uint64_t raise_open_file_limit();
+
 class Server {
  public:
   static Result<std::unique_ptr<Server>> start(const ServerOptions& options, Handler handler);
