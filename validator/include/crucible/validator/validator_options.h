@@ -6,6 +6,7 @@
 #include <string>
 
 #include "crucible/common/config.h"
+#include "crucible/common/http_server.h"
 
 namespace crucible::validator {
 
@@ -41,15 +42,17 @@ struct ValidatorOptions {
   bool measure_decoy = false;              // also measure each update on another uid's samples (the check's power)
 };
 
-struct ApiOptions {
-  std::string bind = "127.0.0.1";
-  std::uint16_t port = 8080;  // 0 = off
-  std::uint32_t max_connections = 1024;
-  std::uint32_t max_connections_per_client = 16;  // 0: no cap (behind a proxy all clients share its address)
-  double idle_timeout_s = 10.0;
-  double header_timeout_s = 5.0;
-  std::uint32_t max_header_bytes = 8192;
-  std::uint32_t threads = 2;  // I/O threads serving requests
+// The score API's HTTP server, with the API's defaults: port 8080 (0 = off),
+// 1,024 connections, 16 per client address (0: no cap; behind a proxy all
+// clients share its address), 2 I/O threads.
+struct ApiOptions : http::ServerOptions {
+  ApiOptions() {
+    port = 8080;
+    max_connections = 1024;
+    max_connections_per_client = 16;
+    threads = 2;
+    name = "crucible-validator";
+  }
 };
 
 void bind_options(config::Schema& schema, ValidatorOptions& options);
