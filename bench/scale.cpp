@@ -223,7 +223,7 @@ Measured run_one(const Args& a, int n, const cli::NodeConfig& net, const fs::pat
   must(rpc.call("evm_setIntervalMining", nlohmann::json::array({1})).status(), "interval mining");
 
   // The validator, judging from `first`.
-  const std::uint16_t api_port = cli::demo_free_port();
+  const std::uint16_t api_port = must(free_loopback_port(), "a free port");
   const fs::path vtoml = run / "validator.toml";
   std::ofstream(vtoml) << fmt::format(R"([log]
 format = "text"

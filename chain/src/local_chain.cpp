@@ -31,20 +31,6 @@ namespace {
 using abi::Value;
 using nlohmann::json;
 
-Result<std::uint16_t> free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return unavailable("socket: {}", std::strerror(errno));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof addr;
-  bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-            getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0;
-  close(fd);
-  if (!ok) return unavailable("could not find a free port");
-  return ntohs(addr.sin_port);
-}
-
 // How often anvil writes its state file, when it has one.
 constexpr int kStateIntervalS = 5;
 
@@ -77,7 +63,7 @@ Status LocalChain::launch() {
   std::error_code ec;
   std::filesystem::create_directories(options_.work_dir, ec);
   if (options_.port == 0) {
-    CRUCIBLE_ASSIGN_OR_RETURN(options_.port, free_port());
+    CRUCIBLE_ASSIGN_OR_RETURN(options_.port, free_loopback_port());
   }
   url_ = fmt::format("http://127.0.0.1:{}", options_.port);
   std::string log_path = options_.work_dir + "/anvil.log";

@@ -137,11 +137,7 @@ peer_file_urls = true
     }
   }
 
-  static std::uint16_t free_port() {
-    std::uint16_t port = 0;
-    close(testing::listen_loopback(port));
-    return port;
-  }
+  static std::uint16_t free_port() { return testing::free_port(); }
 
   std::vector<std::string> node_argv(const std::string& binary, const std::string& node_toml, const std::string& key) {
     std::string cmd =

@@ -7,6 +7,8 @@
 
 #include <stdexcept>
 
+#include "crucible/common/child_process.h"
+
 namespace crucible::testing {
 
 int listen_loopback(std::uint16_t& port, int backlog) {
@@ -24,6 +26,12 @@ int listen_loopback(std::uint16_t& port, int backlog) {
   }
   port = ntohs(addr.sin_port);
   return fd;
+}
+
+std::uint16_t free_port() {
+  auto port = free_loopback_port();
+  if (!port.is_ok()) throw std::runtime_error(port.status().to_string());
+  return *port;
 }
 
 ScriptedHttpServer::ScriptedHttpServer(std::vector<ScriptedResponse> script) : script_(std::move(script)) {

@@ -15,6 +15,10 @@ namespace crucible::testing {
 // A listening TCP socket on 127.0.0.1 with a free port (throws if it cannot).
 int listen_loopback(std::uint16_t& port, int backlog = 16);
 
+// crucible::free_loopback_port (below the ephemeral range: no outgoing
+// connection takes it before the child binds); throws if none is found.
+std::uint16_t free_port();
+
 struct ScriptedResponse {
   int status = 200;
   std::string body;

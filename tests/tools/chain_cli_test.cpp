@@ -298,11 +298,7 @@ peer_file_urls = true
   auto other = crucible({"chain", "preflight", "--config", config, "--uid", "0", "--set", "chain.netuid=9"});
   EXPECT_EQ(other.exit_code, 1);
   EXPECT_THAT(other.out, HasSubstr("netuid 9 does not exist"));
-  const std::uint16_t port = [] {
-    std::uint16_t p = 0;
-    close(testing::listen_loopback(p));
-    return p;
-  }();
+  const std::uint16_t port = testing::free_port();
   testing::Child bare({std::string(CRUCIBLE_SOURCE_DIR) + "/tools/node_modules/.bin/anvil", "--port",
                        std::to_string(port), "--chain-id", "945"});
   bare.read_until("Listening on", 10'000);

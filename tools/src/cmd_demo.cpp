@@ -290,7 +290,9 @@ int run_demo(const DemoArgs& a) {
   };
 
   // 4. Configs.
-  const std::uint16_t api_port = demo_free_port();
+  auto free_port = free_loopback_port();
+  if (!free_port.is_ok()) return fail("API port", free_port.status());
+  const std::uint16_t api_port = *free_port;
   // The network's constants come from configs/local/network.toml; this
   // run adds only what it alone knows: the chain's URL and the window length.
   const std::string network = (source / "configs/local/network.toml").string();

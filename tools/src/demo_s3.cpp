@@ -1,5 +1,7 @@
 #include "crucible/cli/demo_s3.h"
 
+#include "crucible/common/child_process.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -29,22 +31,11 @@ int shell(const std::string& cmd) { return std::system(cmd.c_str()); }
 
 }  // namespace
 
-std::uint16_t demo_free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
 Result<std::unique_ptr<DemoS3>> DemoS3::start(const fs::path& run, const fs::path& log_dir) {
   std::unique_ptr<DemoS3> s(new DemoS3());
   s->ceph_dir_ = run / "ceph";
-  const std::uint16_t port = demo_free_port(), mon_port = demo_free_port();
+  CRUCIBLE_ASSIGN_OR_RETURN(const std::uint16_t port, free_loopback_port());
+  CRUCIBLE_ASSIGN_OR_RETURN(const std::uint16_t mon_port, free_loopback_port());
   s->endpoint_ = fmt::format("http://127.0.0.1:{}", port);
   const std::string script = std::string(CRUCIBLE_SOURCE_DIR) + "/scripts/s3/start_s3.sh";
   const int rc = shell(fmt::format("CEPH_DIR='{}' CRUCIBLE_S3_PORT={} CRUCIBLE_S3_MON_PORT={} bash '{}' > '{}' 2>&1",

@@ -6,8 +6,19 @@
 #pragma once
 
 #include <csignal>
+#include <cstdint>
+
+#include "crucible/common/status.h"
 
 namespace crucible {
+
+// A port on 127.0.0.1 that was free just now, for a server a child process
+// will bind. Drawn below the kernel's ephemeral range (32768-60999 on
+// Linux): a port from that range (what binding port 0 gives) can be handed
+// to any outgoing connection of this machine between this check and the
+// child's bind, which then fails with "address already in use". Never the
+// same port twice in this process.
+Result<std::uint16_t> free_loopback_port();
 
 // Call in the forked child only (async-signal-safe calls). `death_signal`
 // is sent to the child when the parent dies (PR_SET_PDEATHSIG); a parent

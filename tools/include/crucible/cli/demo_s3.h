@@ -14,9 +14,6 @@
 
 namespace crucible::cli {
 
-// A port nobody listens on now, on 127.0.0.1.
-std::uint16_t demo_free_port();
-
 class DemoS3 {
  public:
   // Starts the server (its log in log_dir/s3.log); stopped by the destructor.
