@@ -36,36 +36,6 @@ void write_token_dataset(const std::filesystem::path& dir) {
   if (!data::write_manifest(dir, info).is_ok()) throw std::runtime_error("dataset: manifest");
 }
 
-void write_markov_dataset(const std::filesystem::path& dir, std::uint64_t seed) {
-  data::DatasetInfo info;
-  info.dtype = data::TokenType::kU16;
-  info.vocab_size = 64;
-  info.eos_id = 63;
-  std::mt19937_64 rng(seed);
-  // Each token's four successors, drawn once: a table a model can learn.
-  std::vector<std::array<std::uint32_t, 4>> next(63);
-  for (auto& n : next)
-    for (auto& t : n) t = static_cast<std::uint32_t>(rng() % 63);
-  std::discrete_distribution<int> pick({55, 25, 15, 5});
-  auto document = [&] {
-    std::vector<std::uint32_t> doc(63);
-    doc[0] = static_cast<std::uint32_t>(rng() % 63);
-    for (std::size_t i = 1; i < doc.size(); ++i) doc[i] = next[doc[i - 1]][static_cast<std::size_t>(pick(rng))];
-    return doc;
-  };
-  auto split = [&](const std::string& name, int documents) {
-    data::ShardWriter w(dir, name, info.dtype, 63);
-    for (int d = 0; d < documents; ++d)
-      if (!w.add_document(document()).is_ok()) throw std::runtime_error("dataset: add_document");
-    auto s = w.finish();
-    if (!s.is_ok()) throw std::runtime_error("dataset: " + s.status().to_string());
-    info.splits[name] = *s;
-  };
-  split("train", 512);
-  split("val", 16);
-  if (!data::write_manifest(dir, info).is_ok()) throw std::runtime_error("dataset: manifest");
-}
-
 model::ModelConfig tiny_model() {
   model::ModelConfig c;
   c.vocab_size = 64;

@@ -18,10 +18,6 @@ namespace crucible::testing {
 // 64 documents of 63 random tokens (vocabulary 64, end-of-text 63) as the
 // "train" split in dir, and 8 more as the held-out "val" split.
 void write_token_dataset(const std::filesystem::path& dir);
-// 512 documents of 63 tokens from a first-order Markov chain drawn from
-// `seed` (each token has four successors, with probabilities 55/25/15/5 %)
-// as "train", 16 more as "val": data a model learns from, unlike the above.
-void write_markov_dataset(const std::filesystem::path& dir, std::uint64_t seed);
 // A one-layer model (dim 16, seq_len 8): a training step takes milliseconds.
 model::ModelConfig tiny_model();
 // A valid private key made from n.

@@ -10,14 +10,6 @@
 
 namespace crucible::testing {
 
-std::string prepare_brown(const std::filesystem::path& dir, int vocab_size) {
-  const std::string out = (dir / "data").string();
-  auto r = run_process({bin("crucible"), "data", "prepare", "--corpus", "brown", "--out", out, "--vocab-size",
-                        std::to_string(vocab_size)});
-  EXPECT_EQ(r.exit_code, 0) << r.err;
-  return out;
-}
-
 std::unique_ptr<chain::LocalChain> start_chain(const std::filesystem::path& dir, double block_time_s) {
   chain::LocalChainOptions o;
   o.anvil_path = std::string(CRUCIBLE_SOURCE_DIR) + "/tools/node_modules/.bin/anvil";

@@ -10,11 +10,10 @@
 #include "crucible/chain/chain_options.h"
 #include "crucible/chain/keys.h"
 #include "crucible/chain/local_chain.h"
+#include "support/process.h"  // prepare_brown
 
 namespace crucible::testing {
 
-// `crucible data prepare` on the Brown corpus into dir/data; returns the folder.
-std::string prepare_brown(const std::filesystem::path& dir, int vocab_size = 512);
 // anvil with 1-second blocks.
 std::unique_ptr<chain::LocalChain> start_chain(const std::filesystem::path& dir, double block_time_s = 1.0);
 chain::ChainOptions chain_options(const chain::LocalChain& chain);

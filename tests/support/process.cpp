@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -41,6 +43,14 @@ namespace {
 }  // namespace
 
 std::string bin(const std::string& name) { return std::string(CRUCIBLE_BIN_DIR) + "/" + name; }
+
+std::string prepare_brown(const std::filesystem::path& dir, int vocab_size) {
+  const std::string out = (dir / "data").string();
+  auto r = run_process({bin("crucible"), "data", "prepare", "--corpus", "brown", "--out", out, "--vocab-size",
+                        std::to_string(vocab_size)});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return out;
+}
 
 ProcessResult run_process(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
   int out_pipe[2], err_pipe[2];

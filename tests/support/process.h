@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <filesystem>
 #include <map>
 #include <mutex>
 #include <string>
@@ -23,6 +24,10 @@ ProcessResult run_process(const std::vector<std::string>& argv, const std::map<s
 
 // Path of a built binary: bin("crucible") -> "<build>/bin/crucible".
 std::string bin(const std::string& name);
+
+// `crucible data prepare` on the Brown corpus into dir/data (real English
+// text, the demo's data); returns the folder. About 2 s.
+std::string prepare_brown(const std::filesystem::path& dir, int vocab_size = 512);
 
 }  // namespace crucible::testing
 
