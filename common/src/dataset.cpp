@@ -341,6 +341,21 @@ Result<std::vector<std::int64_t>> Dataset::tokens(std::span<const std::uint64_t>
   return out;
 }
 
+Status check_fits(const Dataset& d, const fs::path& dir, const model::ModelConfig& model, std::uint64_t min_samples) {
+  if (static_cast<std::int64_t>(d.info().vocab_size) > model.vocab_size) {
+    return invalid_argument(
+        "the dataset at {} has a vocabulary of {} tokens, more than the model's {} (model.vocab_size): use the "
+        "network's model preset, or prepare the data for it (crucible data prepare --vocab-size {})",
+        dir.string(), d.info().vocab_size, model.vocab_size, model.vocab_size);
+  }
+  const auto seq_len = static_cast<std::uint64_t>(std::max<std::int64_t>(model.seq_len, 0));
+  if (d.num_samples(seq_len) < min_samples) {
+    return invalid_argument("the dataset at {} holds {} samples of {} tokens (model.seq_len), fewer than the {} needed",
+                            dir.string(), d.num_samples(seq_len), seq_len, min_samples);
+  }
+  return Status::ok();
+}
+
 std::array<std::uint8_t, 32> Dataset::digest(std::span<const std::uint64_t> indices, std::uint64_t seq_len) const {
   std::vector<std::uint64_t> ids;
   ids.reserve(indices.size());

@@ -27,14 +27,8 @@ Status open_dataset(MinerNode::Impl& m) {
   auto ds = data::Dataset::open(m.o.miner.data_dir, "train");
   if (!ds.is_ok()) return ds.status().with_context("miner.data_dir");
   m.dataset.emplace(std::move(*ds));
-  if (m.dataset->info().vocab_size > m.o.model.vocab_size) {
-    return invalid_argument("the dataset's vocabulary ({}) is larger than model.vocab_size ({})",
-                            m.dataset->info().vocab_size, m.o.model.vocab_size);
-  }
-  if (m.dataset->num_samples(static_cast<std::uint64_t>(m.o.model.seq_len)) < m.o.protocol.samples_per_window) {
-    return invalid_argument("the dataset holds fewer samples of {} tokens than protocol.samples_per_window ({})",
-                            m.o.model.seq_len, m.o.protocol.samples_per_window);
-  }
+  CRUCIBLE_RETURN_IF_ERROR(data::check_fits(*m.dataset, m.o.miner.data_dir, m.o.model, m.o.protocol.samples_per_window)
+                               .with_context("miner.data_dir"));
   // Validators check a random few of the assigned samples (protocol.md §6):
   // samples never trained on make an honest miner fail its own-data checks.
   const std::uint64_t trained = std::uint64_t{m.o.miner.inner_steps} * m.o.miner.micro_batch;

@@ -52,6 +52,27 @@ TEST(Dataset, WritesShardsAndReadsSamplesAcrossThem) {
   }
 }
 
+// What both nodes check at start: the vocabulary fits the model and there
+// are enough samples of its sequence length.
+TEST(Dataset, FitsAModelWhoseVocabularyAndSamplesSuffice) {
+  testing::TempDir dir;
+  build(dir.path(), TokenType::kU16);  // vocabulary 100, 11 training tokens
+  auto d = Dataset::open(dir.path(), "train");
+  ASSERT_TRUE(d.is_ok()) << d.status();
+  model::ModelConfig m;
+  m.vocab_size = 100;
+  m.seq_len = 4;
+  EXPECT_TRUE(check_fits(*d, dir.path(), m, 2).is_ok());
+  const Status few = check_fits(*d, dir.path(), m, 3);
+  EXPECT_EQ(few.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(few.message().find("holds 2 samples of 4 tokens"), std::string::npos) << few.message();
+  m.vocab_size = 99;
+  const Status narrow = check_fits(*d, dir.path(), m, 1);
+  EXPECT_EQ(narrow.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(narrow.message().find("vocabulary of 100 tokens, more than the model's 99"), std::string::npos)
+      << narrow.message();
+}
+
 TEST(Dataset, SampleIdsAreXxh64OfTheStoredBytes) {
   testing::TempDir dir;
   build(dir.path(), TokenType::kU16);

@@ -321,5 +321,53 @@ TEST_F(MinerNodeTest, RefusesAnUnregisteredKeyAndAWrongPassword) {
   EXPECT_THAT(r.out, HasSubstr("is not registered"));
 }
 
+// Data prepared for another model (issue #31): a vocabulary of 4,096 tokens
+// under the `tiny` preset's 2,048. Both nodes refuse at start with exit 2
+// and a message naming the key and the fix, before they publish a store
+// location or write anything: the validator used to start, publish an empty
+// set as lead, then die inside libtorch.
+TEST_F(MinerNodeTest, BothNodesRefuseDataWhoseVocabularyTheModelLacks) {
+  const std::string wide = testing::prepare_brown(dir_.path() / "wide", 4096);
+  std::string cmd = fmt::format(
+      "exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' --set miner.data_dir='{}' 2>&1",
+      testing::bin("crucible-miner"), config_, CRUCIBLE_SOURCE_DIR, key_file_, wide);
+  auto miner = testing::run_process({"/bin/bash", "-c", cmd}, {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(miner.exit_code, 2) << miner.out;
+  EXPECT_THAT(miner.out, HasSubstr("miner.data_dir"));
+  EXPECT_THAT(miner.out, HasSubstr("vocabulary of 4096 tokens, more than the model's 2048"));
+  EXPECT_THAT(miner.out, HasSubstr("--vocab-size 2048"));
+  EXPECT_TRUE(uploaded_windows().empty());
+
+  const std::string validator_toml =
+      dir_.write("validator.toml",
+                 fmt::format(R"(
+[log]
+format = "text"
+[protocol]
+blocks_per_window = {}
+samples_per_window = {}
+[chain]
+rpc_url = "{}"
+[storage]
+url = "file://{}"
+peer_file_urls = true
+[validator]
+data_dir = "{}"
+state_dir = "{}"
+)",
+                             kBlocksPerWindow, kSamples, chain_->url(), (dir_.path() / "validator-store").string(),
+                             wide, (dir_.path() / "validator-state").string()));
+  const std::string lead_file = testing::write_keystore(lead_key_, dir_.path() / "lead.key", "pw");
+  cmd = fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' 2>&1",
+                    testing::bin("crucible-validator"), validator_toml, CRUCIBLE_SOURCE_DIR, lead_file);
+  auto validator = testing::run_process({"/bin/bash", "-c", cmd}, {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(validator.exit_code, 2) << validator.out;
+  EXPECT_THAT(validator.out, HasSubstr("validator.data_dir"));
+  EXPECT_THAT(validator.out, HasSubstr("vocabulary of 4096 tokens, more than the model's 2048"));
+  // Nothing published: no set, no checkpoint in its store.
+  std::error_code ec;
+  EXPECT_TRUE(!fs::exists(dir_.path() / "validator-store" / "v1", ec));
+}
+
 }  // namespace
 }  // namespace crucible

@@ -271,9 +271,16 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   auto ds = data::Dataset::open(options.validator.data_dir, "train");
   if (!ds.is_ok()) return ds.status().with_context("validator.data_dir");
   m.dataset.emplace(std::move(*ds));
+  // A token past the model's vocabulary would fail deep in an evaluation:
+  // refused here, before the node joins or posts anything.
+  CRUCIBLE_RETURN_IF_ERROR(
+      data::check_fits(*m.dataset, options.validator.data_dir, options.model, options.protocol.samples_per_window)
+          .with_context("validator.data_dir"));
   if (options.validator.heldout_samples > 0) {
     auto val = data::Dataset::open(options.validator.data_dir, "val");
     if (val.is_ok()) {
+      CRUCIBLE_RETURN_IF_ERROR(
+          data::check_fits(*val, options.validator.data_dir, options.model, 1).with_context("validator.data_dir"));
       m.heldout.emplace(std::move(*val));
     } else {
       log::warn("no held-out split: the global model's held-out loss is not measured",

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "crucible/common/model_config.h"
 #include "crucible/common/status.h"
 
 namespace crucible::data {
@@ -101,6 +102,13 @@ class Dataset {
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Whether a split can feed `model`: its vocabulary fits the model's (a token
+// past model.vocab_size would index past the embedding) and it holds at
+// least `min_samples` samples of model.seq_len tokens. Both nodes check
+// this at start, before anything is posted; the error says what to change.
+Status check_fits(const Dataset& d, const std::filesystem::path& dir, const model::ModelConfig& model,
+                  std::uint64_t min_samples);
 
 // SHA-256 of the sorted ids, each as uint64 little-endian.
 std::array<std::uint8_t, 32> sample_digest(std::vector<std::uint64_t> ids);
