@@ -334,6 +334,10 @@ Schema& Schema::add_string_list(std::string key, std::vector<std::string>* targe
   return add_field(std::move(f));
 }
 
+void Schema::retain(const std::function<bool(std::string_view key)>& keep) {
+  std::erase_if(fields_, [&](const Field& f) { return !keep(f.key); });
+}
+
 const Field* Schema::find(std::string_view key) const {
   for (const Field& f : fields_) {
     if (f.key == key) return &f;

@@ -1,7 +1,6 @@
 #include "crucible/common/dataset.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -10,11 +9,13 @@
 #include <algorithm>
 #include <cstring>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "crucible/common/bytes.h"
 #include "crucible/common/file_io.h"
 #include "crucible/common/sampler.h"
+#include "crucible/common/sha256.h"
 
 namespace crucible::data {
 namespace {
@@ -22,28 +23,23 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-// Incremental SHA-256 (OpenSSL EVP).
-class Sha256 {
- public:
-  Sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~Sha256() { EVP_MD_CTX_free(ctx_); }
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-  void update(const void* p, std::size_t n) { EVP_DigestUpdate(ctx_, p, n); }
-  std::array<std::uint8_t, 32> finish() {
-    std::array<std::uint8_t, 32> out{};
-    unsigned int len = 0;
-    EVP_DigestFinal_ex(ctx_, out.data(), &len);
-    return out;
-  }
-
- private:
-  EVP_MD_CTX* ctx_;
-};
-
 std::string_view dtype_text(TokenType t) { return t == TokenType::kU16 ? "uint16" : "uint32"; }
 
 }  // namespace
+
+std::string dataset_sha256(const DatasetInfo& info) {
+  // Canonical text of what the tokens are, without `source` (a path on the
+  // machine that prepared it); each shard by its content's SHA-256.
+  Sha256 h;
+  h.update(fmt::format("crucible-dataset-v1;dtype={};vocab_size={};eos_id={};tokenizer_sha256={};",
+                       dtype_text(info.dtype), info.vocab_size, info.eos_id, info.tokenizer_sha256));
+  for (const auto& [name, split] : info.splits) {
+    h.update(fmt::format("split={};tokens={};documents={};", name, split.tokens, split.documents));
+    for (const auto& shard : split.shards)
+      h.update(fmt::format("shard={}:{}:{};", shard.file, shard.tokens, shard.sha256));
+  }
+  return h.finish_hex();
+}
 
 std::string sha256_hex_of_file_bytes(std::span<const std::uint8_t> bytes) {
   Sha256 h;

@@ -1,5 +1,6 @@
 #include "crucible/common/model.h"
 
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -8,6 +9,7 @@
 #include <fmt/ranges.h>
 
 #include "crucible/common/sampler.h"
+#include "crucible/common/sha256.h"
 
 namespace crucible::model {
 namespace {
@@ -113,6 +115,18 @@ std::int64_t Llama::num_parameters() const {
   std::int64_t n = 0;
   for (const auto& p : params_) n += p.tensor.numel();
   return n;
+}
+
+std::string Llama::parameters_sha256() const {
+  static_assert(std::endian::native == std::endian::little, "float32 bytes are hashed as stored");
+  Sha256 h;
+  h.update(std::string("crucible-parameters-v1;"));
+  for (const auto& p : params_) {
+    const at::Tensor t = p.tensor.detach().to(at::kCPU, at::kFloat).contiguous();
+    h.update(fmt::format("{}:{};", p.name, fmt::join(t.sizes(), "x")));
+    h.update(t.data_ptr<float>(), static_cast<std::size_t>(t.numel()) * sizeof(float));
+  }
+  return h.finish_hex();
 }
 
 at::Tensor Llama::attention(const Layer& l, const at::Tensor& x, const at::Tensor& cos, const at::Tensor& sin) const {

@@ -134,6 +134,7 @@ Result<std::unique_ptr<Replica>> Replica::create(const ModelConfig& config, cons
 const ModelConfig& Replica::config() const { return impl_->model->config(); }
 const std::vector<TensorSpec>& Replica::specs() const { return impl_->specs; }
 std::int64_t Replica::num_parameters() const { return impl_->model->num_parameters(); }
+std::string Replica::parameters_sha256() const { return impl_->model->parameters_sha256(); }
 Llama& Replica::llama() { return *impl_->model; }
 bool Replica::on_cuda() const { return impl_->device.is_cuda(); }
 bool Replica::autocast() const { return impl_->autocast; }

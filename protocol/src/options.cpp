@@ -1,5 +1,10 @@
 #include "crucible/protocol/options.h"
 
+#include <algorithm>
+#include <cctype>
+
+#include "crucible/common/sha256.h"
+
 namespace crucible::protocol {
 namespace {
 
@@ -71,6 +76,20 @@ void bind_scoring(config::Schema& schema, ScoringParams& s) {
 
 }  // namespace
 
+Status check_pinned_digest(std::string_view key, const std::string& pinned, const std::function<std::string()>& actual,
+                           std::string_view what) {
+  if (pinned.empty()) return Status::ok();
+  if (!is_sha256_hex(pinned)) return invalid_argument("{} = \"{}\" is not a SHA-256 (64 hex digits)", key, pinned);
+  const std::string mine = actual();
+  std::string lower = pinned;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (mine != lower) {
+    return invalid_argument("{} is not the network's: its SHA-256 is {}, the network's ({}) {}", what, mine, key,
+                            pinned);
+  }
+  return Status::ok();
+}
+
 void bind_options(config::Schema& schema, Options& options) {
   schema.add_int("protocol.blocks_per_window", &options.blocks_per_window,
                  "Blocks per window: window = block / blocks_per_window.", 1, 1'000'000);
@@ -90,6 +109,11 @@ void bind_options(config::Schema& schema, Options& options) {
   schema.add_int("protocol.init_seed", &options.init_seed, "Seed of the genesis model's initialisation.");
   schema.add_int("protocol.aggregate_top", &options.aggregate_top,
                  "Uids in a window's aggregation set: the top ones by final score.", 1, 256);
+  schema.add_string("protocol.dataset_sha256", &options.dataset_sha256,
+                    "SHA-256 of the network's dataset (crucible data info prints it); empty: not checked.");
+  schema.add_string("protocol.genesis_sha256", &options.genesis_sha256,
+                    "SHA-256 of the genesis model's parameters (crucible network init computes it); empty: not "
+                    "checked.");
   bind_scoring(schema, options.scoring);
 }
 

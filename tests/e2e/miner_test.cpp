@@ -42,6 +42,7 @@ namespace {
 namespace fs = std::filesystem;
 namespace keys = protocol::keys;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr std::uint32_t kBlocksPerWindow = 6;
 constexpr std::uint32_t kSamples = 16;
@@ -367,6 +368,37 @@ state_dir = "{}"
   // Nothing published: no set, no checkpoint in its store.
   std::error_code ec;
   EXPECT_TRUE(!fs::exists(dir_.path() / "validator-store" / "v1", ec));
+}
+
+// A network manifest pins the dataset (issue #31): a miner that names the
+// manifest but reads another dataset (the same corpus, another vocabulary
+// size) stops at start with exit 2 naming protocol.dataset_sha256, before
+// it uploads anything; with the network's data the same command gets past
+// that check (and, unregistered under another key, stops on that instead).
+TEST_F(MinerNodeTest, AMinerWhoseDataIsNotTheManifestsIsRefused) {
+  const std::string manifest = (dir_.path() / "network.toml").string();
+  auto made = testing::run_process({testing::bin("crucible"), "network", "init", "--name", "e2e", "--config", config_,
+                                    "--config", std::string(CRUCIBLE_SOURCE_DIR) + "/configs/models/tiny.toml",
+                                    "--data", data_, "--out", manifest});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string other = testing::prepare_brown(dir_.path() / "other", 600);
+  auto r = testing::run_process(miner_argv(fmt::format("--network '{}' --set miner.data_dir='{}'", manifest, other)),
+                                {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("the dataset at " + other + " is not the network's"));
+  EXPECT_THAT(r.out, HasSubstr("protocol.dataset_sha256"));
+  EXPECT_TRUE(uploaded_windows().empty());
+
+  const std::string stranger = testing::write_keystore(chain_->dev_keys()[5], dir_.path() / "stranger.key", "pw");
+  std::string cmd = fmt::format(
+      "exec '{}' --network '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' "
+      "--set miner.state_dir='{}' 2>&1",
+      testing::bin("crucible-miner"), manifest, config_, CRUCIBLE_SOURCE_DIR, stranger,
+      (dir_.path() / "stranger-state").string());
+  auto joined = testing::run_process({"/bin/bash", "-c", cmd}, {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(joined.exit_code, 1) << joined.out;
+  EXPECT_THAT(joined.out, HasSubstr("is not registered"));
+  EXPECT_THAT(joined.out, Not(HasSubstr("not the network's")));
 }
 
 }  // namespace

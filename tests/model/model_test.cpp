@@ -90,6 +90,22 @@ TEST(Llama, InitialisationIsASpecifiedFunctionOfTheSeed) {
   EXPECT_TRUE(a->parameters()[1].tensor.eq(1).all().item<bool>());
 }
 
+// protocol.genesis_sha256: a function of the config and the seed, and of
+// every value.
+TEST(Llama, ParametersSha256NamesTheGenesisModel) {
+  auto a = Llama::create(micro(), 7), b = Llama::create(micro(), 7), c = Llama::create(micro(), 8);
+  const std::string digest = a->parameters_sha256();
+  EXPECT_EQ(digest.size(), 64u);
+  EXPECT_EQ(digest, b->parameters_sha256());
+  EXPECT_NE(digest, c->parameters_sha256());
+  ModelConfig wider = micro();
+  wider.hidden_dim += 8;
+  EXPECT_NE(digest, Llama::create(wider, 7)->parameters_sha256());
+  at::NoGradGuard no_grad;
+  b->parameters().back().tensor.view(-1)[0].add_(1e-6f);
+  EXPECT_NE(digest, b->parameters_sha256());
+}
+
 TEST(Llama, InitialLossIsNearUniformAndAttentionIsCausal) {
   auto m = Llama::create(micro(), 3);
   at::Tensor x = batch(2, 16, 256, 1);

@@ -149,7 +149,8 @@ int run_info(const std::string& dir) {
   for (const auto& [name, s] : info.splits) {
     fmt::print("split {:<5} {} tokens, {} documents, {} shards\n", name, s.tokens, s.documents, s.shards.size());
   }
-  fmt::print("shards verified against their SHA-256\n");
+  fmt::print("shards verified against their SHA-256\ndigest    {} (protocol.dataset_sha256)\n",
+             data::dataset_sha256(info));
   return kExitOk;
 }
 

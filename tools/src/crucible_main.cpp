@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     int exit_code = cli::kExitOk;
     cli::add_config_commands(app, exit_code, environ);
+    cli::add_network_commands(app, exit_code, environ);
     cli::add_demo_command(app, exit_code);
     cli::add_model_commands(app, exit_code);
     cli::add_wallet_commands(app, exit_code);

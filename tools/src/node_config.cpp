@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "crucible/chain/keystore.h"
+#include "crucible/cli/network_manifest.h"
 #include "crucible/cli/password.h"
 #include "crucible/common/http_server.h"
 #include "crucible/common/log_options.h"
@@ -34,6 +35,10 @@ std::string_view role_name(Role role) noexcept {
 config::Schema make_schema(Role role, NodeConfig& config) {
   config::Schema schema;
   log::bind_options(schema, config.log);
+  schema.add_string("network.manifest", &config.network.manifest,
+                    "A network manifest (crucible network init writes one): its values are the first config layer "
+                    "and no other layer may change them.");
+  schema.add_string("network.name", &config.network.name, "The network's name (its manifest sets it).");
   bind_options(schema, config.protocol);
   chain::bind_options(schema, config.chain);
   storage::bind_options(schema, config.storage);
@@ -54,13 +59,18 @@ void add_common_flags(CLI::App& app, CommonFlags& flags) {
       ->type_name("KEY=VALUE");
   app.add_option("--log-level", flags.log_level, "trace, debug, info, warn, error or off (log.level)");
   app.add_option("--log-format", flags.log_format, "auto, text or json (log.format)");
+  app.add_option("--network", flags.network, "The network's manifest (network.manifest)")->check(CLI::ExistingFile);
 }
 
-Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeConfig& config,
-                        config::Origins* origins) {
+namespace {
+
+Status load_layers(Role role, const CommonFlags& flags, char** envp, const std::string& manifest, NodeConfig& config,
+                   config::Origins* origins) {
+  config = NodeConfig{};
   config::Schema schema = make_schema(role, config);
   config::LoadInputs inputs;
-  inputs.files = flags.config_files;
+  if (!manifest.empty()) inputs.files.push_back(manifest);
+  inputs.files.insert(inputs.files.end(), flags.config_files.begin(), flags.config_files.end());
   inputs.environment = config::crucible_environment(envp);
   for (const std::string& set : flags.sets) {
     auto eq = set.find('=');
@@ -72,7 +82,30 @@ Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeCo
   // Shortcut flags are --set under another name, applied last.
   if (!flags.log_level.empty()) inputs.flags.push_back({"log.level", flags.log_level, "--log-level"});
   if (!flags.log_format.empty()) inputs.flags.push_back({"log.format", flags.log_format, "--log-format"});
-  CRUCIBLE_RETURN_IF_ERROR(config::load(schema, inputs, origins));
+  if (!flags.network.empty()) inputs.flags.push_back({"network.manifest", flags.network, "--network"});
+  return config::load(schema, inputs, origins);
+}
+
+}  // namespace
+
+Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeConfig& config,
+                        config::Origins* origins) {
+  config::Origins own;
+  CRUCIBLE_RETURN_IF_ERROR(load_layers(role, flags, envp, "", config, &own));
+  if (const std::string file = config.network.manifest; !file.empty()) {
+    config::Origins manifest_origins;
+    CRUCIBLE_ASSIGN_OR_RETURN(NetworkManifest manifest, load_manifest(file, &manifest_origins));
+    CRUCIBLE_RETURN_IF_ERROR(load_layers(role, flags, envp, file, config, &own));
+    config::Schema schema = make_schema(role, config);
+    const auto conflicts = manifest_conflicts(manifest, manifest_origins, schema, own);
+    if (!conflicts.empty()) {
+      return invalid_argument(
+          "this config differs from the network manifest {} (remove these keys or use the "
+          "network's values):\n{}",
+          file, fmt::join(conflicts, "\n"));
+    }
+  }
+  if (origins != nullptr) *origins = own;
   for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
     std::string_view entry(*e);
     auto take = [&](std::string_view name, std::string& field) {

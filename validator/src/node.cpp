@@ -276,6 +276,9 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   CRUCIBLE_RETURN_IF_ERROR(
       data::check_fits(*m.dataset, options.validator.data_dir, options.model, options.protocol.samples_per_window)
           .with_context("validator.data_dir"));
+  CRUCIBLE_RETURN_IF_ERROR(protocol::check_pinned_digest(
+      "protocol.dataset_sha256", options.protocol.dataset_sha256,
+      [&] { return data::dataset_sha256(m.dataset->info()); }, "the dataset at " + options.validator.data_dir));
   if (options.validator.heldout_samples > 0) {
     auto val = data::Dataset::open(options.validator.data_dir, "val");
     if (val.is_ok()) {
@@ -289,6 +292,9 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   }
   model::ReplicaOptions ro{options.validator.device, options.validator.threads, options.validator.autocast};
   CRUCIBLE_ASSIGN_OR_RETURN(m.replica, model::Replica::create(options.model, ro, options.protocol.init_seed));
+  CRUCIBLE_RETURN_IF_ERROR(protocol::check_pinned_digest(
+      "protocol.genesis_sha256", options.protocol.genesis_sha256, [&] { return m.replica->parameters_sha256(); },
+      "the genesis model ([model] and protocol.init_seed)"));
   CRUCIBLE_ASSIGN_OR_RETURN(m.codec, kernels::backend_for(options.validator.device, options.validator.threads));
   std::error_code ec;
   fs::create_directories(options.validator.state_dir, ec);

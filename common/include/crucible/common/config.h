@@ -105,6 +105,9 @@ class Schema {
   }
 
   const Field* find(std::string_view key) const;
+  // Drops every field whose key `keep` refuses (a schema for a subset of a
+  // struct's keys, e.g. a network manifest's).
+  void retain(const std::function<bool(std::string_view key)>& keep);
   bool has_section(std::string_view dotted_prefix) const;  // "miner" or "validator.api"
   const std::vector<Field>& fields() const noexcept { return fields_; }
 

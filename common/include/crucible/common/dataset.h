@@ -110,6 +110,13 @@ class Dataset {
 Status check_fits(const Dataset& d, const std::filesystem::path& dir, const model::ModelConfig& model,
                   std::uint64_t min_samples);
 
+// What a network names its data by (protocol.dataset_sha256): SHA-256 of the
+// manifest's canonical text (token type, vocabulary, end-of-text id,
+// tokenizer digest, and each split's shards with their SHA-256), not of the
+// folder's path or the corpus's location. Two `crucible data prepare` runs
+// on the same corpus and tokenizer give the same digest.
+std::string dataset_sha256(const DatasetInfo& info);
+
 // SHA-256 of the sorted ids, each as uint64 little-endian.
 std::array<std::uint8_t, 32> sample_digest(std::vector<std::uint64_t> ids);
 std::string sha256_hex_of_file_bytes(std::span<const std::uint8_t> bytes);

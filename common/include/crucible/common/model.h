@@ -38,6 +38,9 @@ class Llama {
   const std::vector<NamedTensor>& parameters() const { return params_; }
   std::vector<at::Tensor> tensors() const;
   std::int64_t num_parameters() const;
+  // SHA-256 over every parameter in order (name, shape, float32
+  // little-endian values): for the genesis model, protocol.genesis_sha256.
+  std::string parameters_sha256() const;
 
   // tokens: [batch, time] int64 -> logits [batch, time, vocab].
   at::Tensor logits(const at::Tensor& tokens) const;

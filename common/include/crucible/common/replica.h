@@ -57,6 +57,8 @@ class Replica {
   const ModelConfig& config() const;
   const std::vector<TensorSpec>& specs() const;
   std::int64_t num_parameters() const;
+  // Llama::parameters_sha256 of the model as it is now.
+  std::string parameters_sha256() const;
 
   // Per tensor, the values at the given flat positions (one host copy per
   // tensor, not one per value).

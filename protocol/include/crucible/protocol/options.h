@@ -6,6 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
 
 #include "crucible/common/config.h"
 
@@ -49,9 +52,23 @@ struct Options {
   double outer_lr = 0.7;                  // alpha of the outer step: theta <- theta - alpha * aggregate (§3)
   std::uint64_t init_seed = 1;            // seed of the genesis model (docs/protocol.md §3)
   std::uint32_t aggregate_top = 15;       // uids in a window's aggregation set (§8)
+  // What the network was made from (docs/network.md), empty when not
+  // pinned: the SHA-256 of its dataset (data::dataset_sha256) and of its
+  // genesis model's parameters (model::Llama::parameters_sha256 of the
+  // model from init_seed). A node whose data or genesis differs refuses to
+  // start.
+  std::string dataset_sha256;
+  std::string genesis_sha256;
   ScoringParams scoring;
 };
 
 void bind_options(config::Schema& schema, Options& options);
+
+// Checks a node's dataset or genesis model against the network's pin (key
+// "protocol.dataset_sha256" or "protocol.genesis_sha256", value `pinned`):
+// nothing when the pin is empty (`actual` is not called), invalid_argument
+// naming the key when it is not a SHA-256 or differs from actual().
+Status check_pinned_digest(std::string_view key, const std::string& pinned, const std::function<std::string()>& actual,
+                           std::string_view what);
 
 }  // namespace crucible::protocol

@@ -9,6 +9,7 @@ namespace crucible::cli {
 
 // Each registers its subcommands on `app`; the chosen one writes its exit code.
 void add_config_commands(CLI::App& app, int& exit_code, char** envp);
+void add_network_commands(CLI::App& app, int& exit_code, char** envp);
 void add_demo_command(CLI::App& app, int& exit_code);
 void add_model_commands(CLI::App& app, int& exit_code);
 void add_wallet_commands(CLI::App& app, int& exit_code);

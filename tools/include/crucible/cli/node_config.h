@@ -24,8 +24,15 @@ namespace crucible::cli {
 enum class Role { kAny, kMiner, kValidator };
 std::string_view role_name(Role role) noexcept;
 
+// Which network the node joins (docs/network.md).
+struct NetworkOptions {
+  std::string manifest;  // a network manifest, loaded as the first config layer
+  std::string name;      // the network's name (the manifest sets it)
+};
+
 struct NodeConfig {
   log::LogOptions log;
+  NetworkOptions network;
   protocol::Options protocol;
   chain::ChainOptions chain;
   storage::StorageOptions storage;
@@ -44,11 +51,15 @@ struct CommonFlags {
   std::vector<std::string> sets;  // "key=value"
   std::string log_level;
   std::string log_format;
+  std::string network;  // --network FILE: network.manifest
 };
 void add_common_flags(CLI::App& app, CommonFlags& flags);
 
 // Loads config for `role` from flags, the CRUCIBLE_* variables of `envp` and
-// the file named by --config, in that precedence. Storage credentials left
+// the file named by --config, in that precedence. With a network manifest
+// (network.manifest, --network), the manifest is the first file, and a
+// later layer that sets one of its keys to another value is an error
+// naming each such key. Storage credentials left
 // empty by all of those fall back to AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY.
 Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeConfig& config,
                         config::Origins* origins = nullptr);
