@@ -30,6 +30,16 @@ TEST(Demo, RunsTheLocalNetworkShowsLearningAndWritesItsReport) {
   EXPECT_THAT(r.out, HasSubstr("set="));
   EXPECT_THAT(r.out, HasSubstr("last evaluated"));  // the score table
   EXPECT_THAT(r.out, HasSubstr("demo: stopped"));
+  // The run is described by a network manifest (docs/network.md) that
+  // every node joined with, and that the prepared data verifies against.
+  const auto manifest = dir.path() / "run" / "network.toml";
+  auto verified = testing::run_process(
+      {testing::bin("crucible"), "network", "verify", manifest.string(), "--data", (dir.path() / "data").string()});
+  EXPECT_EQ(verified.exit_code, 0) << verified.out << verified.err;
+  EXPECT_THAT(verified.out, HasSubstr("this machine can join network \"local-demo\""));
+  std::ifstream log_in(dir.path() / "run" / "logs" / "validator.log");
+  const std::string log((std::istreambuf_iterator<char>(log_in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(log, HasSubstr("network=local-demo"));
 
   std::ifstream in(out / "summary.json");
   ASSERT_TRUE(in.good()) << r.out;

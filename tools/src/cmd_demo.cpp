@@ -293,32 +293,37 @@ int run_demo(const DemoArgs& a) {
   auto free_port = free_loopback_port();
   if (!free_port.is_ok()) return fail("API port", free_port.status());
   const std::uint16_t api_port = *free_port;
-  // The network's constants come from configs/local/network.toml; this
-  // run adds only what it alone knows: the chain's URL and the window length.
-  const std::string network = (source / "configs/local/network.toml").string();
+  // The network: configs/local/network.toml's constants, the model preset,
+  // this run's window length and netuid, the data's and the genesis model's
+  // digests, written as a manifest (docs/network.md) that every node joins
+  // with; this run adds only where its chain is.
+  const std::string manifest = (run / "network.toml").string();
+  {
+    std::string cmd = fmt::format(
+        "'{}' network init --name local-demo --config '{}' --config '{}' --set protocol.blocks_per_window={} "
+        "--set chain.netuid={} --data '{}' --out '{}' --force",
+        (bin / "crucible").string(), (source / "configs/local/network.toml").string(), model_file.string(),
+        a.blocks_per_window, chain_opts.netuid, data.string(), manifest);
+    std::fflush(stdout);
+    if (std::system(cmd.c_str()) != 0) return fail("network manifest", unavailable("crucible network init failed"));
+  }
   const std::string this_run = (run / "chain.toml").string();
-  std::ofstream(this_run) << fmt::format(R"(# This demo run: its chain and window length; text logs to read.
+  std::ofstream(this_run) << fmt::format(R"(# This demo run: where its chain is; text logs to read.
 [log]
 format = "text"
-[protocol]
-blocks_per_window = {}
 [chain]
 rpc_url = "{}"
+[storage]
+# Every node of the local network keeps its store on this machine: accept
+# file:// locations and local endpoints from peers.
+peer_file_urls = true
+peer_private_endpoints = true
 )",
-                                         a.blocks_per_window, chain_opts.rpc_url);
+                                         chain_opts.rpc_url);
   std::vector<Proc> procs;
   auto node = [&](const std::string& binary, const std::string& name, const std::string& toml, std::size_t key) {
-    std::vector<std::string> argv{(bin / binary).string(),
-                                  "--config",
-                                  network,
-                                  "--config",
-                                  model_file.string(),
-                                  "--config",
-                                  this_run,
-                                  "--config",
-                                  toml,
-                                  "--key",
-                                  key_file(key)};
+    std::vector<std::string> argv{
+        (bin / binary).string(), "--network", manifest, "--config", this_run, "--config", toml, "--key", key_file(key)};
     auto p = spawn(name, argv, run / "logs" / (name + ".log"));
     if (p.is_ok()) procs.push_back(*p);
     return p.status();
@@ -374,7 +379,8 @@ progress = "off"
   NodeConfig network_config;
   if (!a.bad_miners.empty()) {
     CommonFlags flags;
-    flags.config_files = {network, model_file.string(), this_run};
+    flags.network = manifest;
+    flags.config_files = {this_run};
     char* no_env[] = {nullptr};
     if (Status st = load_node_config(Role::kAny, flags, no_env, network_config); !st.is_ok()) {
       stop_all(procs);

@@ -182,9 +182,11 @@ std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, c
         {{"version", std::string(project_version())}, {"role", std::string(role_name(role))}});
   m.set(metrics::Gauge::kStartTimeSeconds,
         std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count());
-  log::info("starting", {{"program", app.get_name()},
-                         {"version", version_line(app.get_name())},
-                         {"config", fmt::format("{}", fmt::join(args.common.config_files, ", "))}});
+  log::info("starting",
+            {{"program", app.get_name()},
+             {"version", version_line(app.get_name())},
+             {"config", fmt::format("{}", fmt::join(args.common.config_files, ", "))},
+             {"network", config.network.name.empty() ? std::string("(no manifest)") : config.network.name}});
   raise_open_file_limit(role, config);
   return std::nullopt;
 }
