@@ -224,7 +224,7 @@ TEST_F(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
 // mean. The seed (the genesis model and the validator's private choices)
 // comes from CRUCIBLE_E2E_SEED (default 1); docs/validator.md has the table
 // over ten seeds (one line):
-//   for s in $(seq 1 10); do CRUCIBLE_E2E_SEED=$s build/bin/node_tests
+//   for s in $(seq 1 10); do CRUCIBLE_E2E_SEED=$s build/bin/network_tests
 //     --gtest_filter='InProcessNetwork.FourEqualMinersShowAlikeEvidence'; done
 TEST_F(InProcessNetwork, FourEqualMinersShowAlikeEvidence) {
   const char* env = std::getenv("CRUCIBLE_E2E_SEED");
