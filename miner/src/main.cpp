@@ -24,6 +24,10 @@ int main(int argc, char** argv) {
     int rc = cli::kExitOk;
     auto key = cli::open_node_wallet(args, rc);
     if (!key) return rc;
+    if (Status data = cli::check_node_data(config, cli::Role::kMiner); !data.is_ok()) {
+      log::error("the miner cannot start", {{"error", data.to_string()}});
+      return cli::exit_code_of(data);
+    }
     cli::stop_on_signals(&g_stop);
 
     std::unique_ptr<miner::MetricsServer> metrics_server;
@@ -48,18 +52,18 @@ int main(int argc, char** argv) {
     auto io = cli::make_node_io(config, *key, config.storage.retry_policy().deadline);
     if (!io.is_ok()) {
       log::error("the miner cannot start", {{"error", io.status().to_string()}});
-      return io.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;
+      return cli::exit_code_of(io.status());
     }
     auto node = miner::MinerNode::create(options, *key, std::move(*io));
     if (!node.is_ok()) {
       log::error("the miner cannot start", {{"error", node.status().to_string()}});
-      return node.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;
+      return cli::exit_code_of(node.status());
     }
     if (metrics_server) metrics_server->set_uid((*node)->uid());
     Status st = (*node)->run(g_stop);
     if (!st.is_ok()) {
       log::error("the miner stopped on an error", {{"error", st.to_string()}});
-      return cli::kExitFailure;
+      return cli::exit_code_of(st);
     }
     return cli::kExitOk;
   });

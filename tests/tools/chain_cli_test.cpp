@@ -81,6 +81,7 @@ TEST(ChainUp, ServesTheStandInsAndStopsOnCtrlC) {
 
   up.signal(SIGINT);
   EXPECT_EQ(up.wait(10'000), 0);
+  EXPECT_THAT(up.read_until("local chain stopped", 1'000), HasSubstr("local chain stopped"));
   o.call_timeout = std::chrono::milliseconds(500);
   chain::RpcClient after(o);
   EXPECT_FALSE(after.call("eth_chainId").is_ok());  // anvil went with it

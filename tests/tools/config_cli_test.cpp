@@ -28,7 +28,7 @@ TEST_F(ConfigCheck, AcceptsAValidFile) {
 
 TEST_F(ConfigCheck, RejectsUnknownKeyNamingKeyFileAndLine) {
   auto r = check("[log]\nlevel = \"info\"\n\n[protocol]\nblocks_per_windw = 12\n");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("unknown key 'protocol.blocks_per_windw'"));
   EXPECT_THAT(r.err, HasSubstr(dir.path().string() + "/node.toml line 5"));
   EXPECT_THAT(r.err, HasSubstr("did you mean 'protocol.blocks_per_window'?"));
@@ -36,24 +36,24 @@ TEST_F(ConfigCheck, RejectsUnknownKeyNamingKeyFileAndLine) {
 
 TEST_F(ConfigCheck, RejectsWrongTypeNamingKeyFileAndLine) {
   auto r = check("[protocol]\nupload_slot_s = \"seventy\"\n");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("key 'protocol.upload_slot_s' in " + dir.path().string() + "/node.toml line 2"));
   EXPECT_THAT(r.err, HasSubstr("expected a number, got a string"));
 }
 
 TEST_F(ConfigCheck, RejectsOutOfRangeNamingKeyFileAndLine) {
   auto r = check("# comment\n[protocol]\naggregate_top = 0\n");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("key 'protocol.aggregate_top' in " + dir.path().string() + "/node.toml line 3"));
   EXPECT_THAT(r.err, HasSubstr("value 0 is out of range [1, 256]"));
 }
 
 TEST_F(ConfigCheck, RejectsSyntaxErrorsAndMissingFiles) {
   auto r = check("[protocol\n");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("line 1"));
   auto missing = run_process({bin("crucible"), "config", "check", (dir.path() / "nope.toml").string()});
-  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.exit_code, 2);
   EXPECT_THAT(missing.err, HasSubstr("nope.toml"));
 }
 

@@ -51,7 +51,7 @@ TEST_F(Wallet, ImportThenAddressThenCheck) {
   auto env = run_process({bin("crucible"), "wallet", "check", out}, {{"CRUCIBLE_WALLET_PASSWORD", "hunter2"}});
   EXPECT_EQ(env.exit_code, 0) << env.err;
   auto bad = run_process({bin("crucible"), "wallet", "check", out}, {{"CRUCIBLE_WALLET_PASSWORD", "hunter3"}});
-  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_EQ(bad.exit_code, 2);  // the operator must fix it: no retry helps
   EXPECT_THAT(bad.err, HasSubstr("wrong password"));
 }
 
@@ -63,7 +63,7 @@ TEST_F(Wallet, NewWritesAFreshKeyAndRefusesToOverwrite) {
   EXPECT_EQ(r.out.size(), 43u);  // 0x + 40 hex + newline
   auto again =
       run_process({bin("crucible"), "wallet", "new", "--out", out, "--password-file", pw, "--scrypt-n", "1024"});
-  EXPECT_EQ(again.exit_code, 1);
+  EXPECT_EQ(again.exit_code, 2);
   EXPECT_THAT(again.err, HasSubstr("refusing to overwrite"));
 }
 
@@ -73,14 +73,14 @@ TEST_F(Wallet, ReadableKeyFilesAreRefused) {
   chmod(key.c_str(), 0644);
   auto r = run_process({bin("crucible"), "wallet", "import", "--private-key-file", key, "--out",
                         (dir.path() / "x.json").string(), "--password-file", pw});
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_THAT(r.err, HasSubstr("chmod 600"));
 }
 
 TEST_F(Wallet, NoPasswordSourceIsAClearError) {
   auto r = run_process({bin("crucible"), "wallet", "new", "--out", (dir.path() / "n.json").string()});
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_THAT(r.err, HasSubstr("terminal"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_THAT(r.err, HasSubstr("--password-file"));
 }
 
 TEST_F(Wallet, CrucibleKeystoreDecryptsInEthers) {

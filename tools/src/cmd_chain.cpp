@@ -73,7 +73,12 @@ int chain_up(const ChainUpArgs& args) {
   sigwait(&stop_signals, &sig);
   fmt::print(stderr, "stopping the local chain ({})\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   Status st = (*chain)->stop();
-  return st.is_ok() ? kExitOk : kExitFailure;
+  if (!st.is_ok()) {
+    fmt::print(stderr, "crucible chain up: {}\n", st.message());
+    return exit_code_of(st);
+  }
+  fmt::print("local chain stopped\n");
+  return kExitOk;
 }
 
 }  // namespace

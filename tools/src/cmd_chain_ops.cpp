@@ -35,7 +35,7 @@ struct OpsArgs {
 
 int fail(std::string_view what, const Status& st) {
   fmt::print(stderr, "crucible chain {}: {}\n", what, st.message());
-  return kExitFailure;
+  return exit_code_of(st);
 }
 
 Result<chain::ChainOptions> chain_options(const OpsArgs& args, char** envp) {

@@ -26,7 +26,7 @@ struct WalletArgs {
 
 int fail(const Status& st) {
   fmt::print(stderr, "crucible wallet: {}\n", st.message());
-  return kExitFailure;
+  return exit_code_of(st);
 }
 
 int save(const chain::PrivateKey& key, const WalletArgs& args) {

@@ -21,7 +21,12 @@ std::string strip_newline(std::string s) {
 // Reads a line from /dev/tty with echo off.
 Result<Secret> prompt(const char* question) {
   int fd = open("/dev/tty", O_RDWR | O_CLOEXEC);
-  if (fd < 0) return failed_precondition("no terminal to ask on");
+  if (fd < 0) {
+    return invalid_argument(
+        "no terminal to ask for the keystore password on: pass --password-file FILE (mode 0600) "
+        "or set {}",
+        kPasswordEnv);
+  }
   termios old{};
   bool have_termios = tcgetattr(fd, &old) == 0;
   if (have_termios) {

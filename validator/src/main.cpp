@@ -23,6 +23,10 @@ int main(int argc, char** argv) {
     int rc = cli::kExitOk;
     auto key = cli::open_node_wallet(args, rc);
     if (!key) return rc;
+    if (Status data = cli::check_node_data(config, cli::Role::kValidator); !data.is_ok()) {
+      log::error("the validator cannot start", {{"error", data.to_string()}});
+      return cli::exit_code_of(data);
+    }
     cli::stop_on_signals(&g_stop);
 
     validator::ValidatorNodeOptions options{config.protocol, config.chain,     config.storage,
@@ -33,12 +37,12 @@ int main(int argc, char** argv) {
     auto io = cli::make_node_io(config, *key, peer_deadline);
     if (!io.is_ok()) {
       log::error("the validator cannot start", {{"error", io.status().to_string()}});
-      return io.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;
+      return cli::exit_code_of(io.status());
     }
     auto node = validator::ValidatorNode::create(options, *key, std::move(*io));
     if (!node.is_ok()) {
       log::error("the validator cannot start", {{"error", node.status().to_string()}});
-      return node.status().code() == StatusCode::kInvalidArgument ? cli::kExitUsage : cli::kExitFailure;
+      return cli::exit_code_of(node.status());
     }
     std::unique_ptr<validator::ApiServer> api;
     if (config.api.port != 0) {
@@ -53,7 +57,7 @@ int main(int argc, char** argv) {
     Status st = (*node)->run(g_stop);
     if (!st.is_ok()) {
       log::error("the validator stopped on an error", {{"error", st.to_string()}});
-      return cli::kExitFailure;
+      return cli::exit_code_of(st);
     }
     return cli::kExitOk;
   });

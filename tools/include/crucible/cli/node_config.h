@@ -71,10 +71,27 @@ void start_logging(const NodeConfig& config);
 // 1. Every binary runs under it, with SIGPIPE ignored.
 int guarded_main(const std::function<int()>& body);
 
-// Exit codes shared by the binaries.
+// Exit codes shared by the binaries (docs/quickstart.md, "Exit codes"):
+// 2 is what the operator must fix before another try can succeed, so a
+// service manager stops restarting (systemd's RestartPreventExitStatus=2);
+// 1 is a failure outside the command that a later try may not meet.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitFailure = 1;
-inline constexpr int kExitUsage = 2;  // bad flags or config
+inline constexpr int kExitUsage = 2;  // bad flags, config, files or password
+
+// The exit code for a command that ends with `st`: 0 when ok; kExitUsage
+// for invalid_argument, out_of_range, not_found, already_exists,
+// permission_denied, unauthenticated (a wrong password), unimplemented (an
+// unsupported format) and data_loss (a corrupt file of the operator's);
+// kExitFailure otherwise (the chain or a store unavailable, a deadline, a
+// transaction refused, a key not registered yet).
+int exit_code_of(const Status& st);
+
+// What a node checks of its data before anything else (and `config check`
+// with a role): the data folder of `role` opens, fits the model (vocabulary,
+// samples) and, when pinned, is the network's (protocol.dataset_sha256).
+// The error names the key.
+Status check_node_data(const NodeConfig& config, Role role);
 
 }  // namespace crucible::cli
 
