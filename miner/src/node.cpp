@@ -7,6 +7,7 @@
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/kernels/backend_codec.h"
+#include "crucible/protocol/network_data.h"
 #include "node_impl.h"
 
 namespace crucible::miner {
@@ -24,14 +25,9 @@ Result<std::uint64_t> MinerNode::Impl::block_number(const std::atomic<bool>& sto
 namespace {
 
 Status open_dataset(MinerNode::Impl& m) {
-  auto ds = data::Dataset::open(m.o.miner.data_dir, "train");
-  if (!ds.is_ok()) return ds.status().with_context("miner.data_dir");
-  m.dataset.emplace(std::move(*ds));
-  CRUCIBLE_RETURN_IF_ERROR(data::check_fits(*m.dataset, m.o.miner.data_dir, m.o.model, m.o.protocol.samples_per_window)
-                               .with_context("miner.data_dir"));
-  CRUCIBLE_RETURN_IF_ERROR(protocol::check_pinned_digest(
-      "protocol.dataset_sha256", m.o.protocol.dataset_sha256, [&] { return data::dataset_sha256(m.dataset->info()); },
-      "the dataset at " + m.o.miner.data_dir));
+  CRUCIBLE_ASSIGN_OR_RETURN(auto ds,
+                            protocol::open_network_data(m.o.miner.data_dir, "miner.data_dir", m.o.model, m.o.protocol));
+  m.dataset.emplace(std::move(ds));
   // Validators check a random few of the assigned samples (protocol.md §6):
   // samples never trained on make an honest miner fail its own-data checks.
   const std::uint64_t trained = std::uint64_t{m.o.miner.inner_steps} * m.o.miner.micro_batch;
@@ -47,9 +43,7 @@ Status open_dataset(MinerNode::Impl& m) {
 Status open_model_and_state(MinerNode::Impl& m) {
   model::ReplicaOptions ro{m.o.miner.device, m.o.miner.threads, m.o.miner.autocast};
   CRUCIBLE_ASSIGN_OR_RETURN(m.replica, model::Replica::create(m.o.model, ro, m.o.protocol.init_seed));
-  CRUCIBLE_RETURN_IF_ERROR(protocol::check_pinned_digest(
-      "protocol.genesis_sha256", m.o.protocol.genesis_sha256, [&] { return m.replica->parameters_sha256(); },
-      "the genesis model ([model] and protocol.init_seed)"));
+  CRUCIBLE_RETURN_IF_ERROR(protocol::check_genesis(m.o.protocol, [&] { return m.replica->parameters_sha256(); }));
   CRUCIBLE_ASSIGN_OR_RETURN(m.loop, InnerLoop::create(*m.replica, m.o.miner));
   CRUCIBLE_ASSIGN_OR_RETURN(m.codec, kernels::backend_for(m.o.miner.device, m.o.miner.threads));
   CRUCIBLE_ASSIGN_OR_RETURN(StateDir sd, StateDir::open(m.o.miner.state_dir));

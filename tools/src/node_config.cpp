@@ -13,11 +13,11 @@
 #include "crucible/chain/keystore.h"
 #include "crucible/cli/network_manifest.h"
 #include "crucible/cli/password.h"
-#include "crucible/common/dataset.h"
 #include "crucible/common/http_server.h"
 #include "crucible/common/log_options.h"
 #include "crucible/common/metrics.h"
 #include "crucible/common/version.h"
+#include "crucible/protocol/network_data.h"
 
 namespace crucible::cli {
 
@@ -141,24 +141,9 @@ int exit_code_of(const Status& st) {
 Status check_node_data(const NodeConfig& config, Role role) {
   if (role == Role::kAny) return Status::ok();
   const bool miner = role == Role::kMiner;
-  const std::string key = miner ? "miner.data_dir" : "validator.data_dir";
-  const std::string& dir = miner ? config.miner.data_dir : config.validator.data_dir;
-  if (dir.empty()) {
-    return invalid_argument(
-        "{} is not set: the folder `crucible data prepare` wrote (docs/network.md names the "
-        "network's data)",
-        key);
-  }
-  auto data = data::Dataset::open(dir, "train");
-  if (!data.is_ok()) {
-    return Status(data.status().code(),
-                  fmt::format("{}: {} (prepare it with `crucible data prepare`)", key, data.status().message()));
-  }
-  CRUCIBLE_RETURN_IF_ERROR(
-      data::check_fits(*data, dir, config.model, config.protocol.samples_per_window).with_context(key));
-  return protocol::check_pinned_digest(
-      "protocol.dataset_sha256", config.protocol.dataset_sha256, [&] { return data::dataset_sha256(data->info()); },
-      "the dataset at " + dir);
+  return protocol::open_network_data(miner ? config.miner.data_dir : config.validator.data_dir,
+                                     miner ? "miner.data_dir" : "validator.data_dir", config.model, config.protocol)
+      .status();
 }
 
 void start_logging(const NodeConfig& config) { log::configure(config.log, isatty(STDERR_FILENO) == 1); }

@@ -11,6 +11,7 @@
 #include "crucible/common/retry.h"
 #include "crucible/common/safetensors.h"
 #include "crucible/kernels/backend_codec.h"
+#include "crucible/protocol/network_data.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/validator/window.h"
 
@@ -268,17 +269,9 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   std::unique_ptr<ValidatorNode> node(new ValidatorNode());
   node->impl_ = std::make_unique<Impl>(options, std::move(io));
   Impl& m = *node->impl_;
-  auto ds = data::Dataset::open(options.validator.data_dir, "train");
-  if (!ds.is_ok()) return ds.status().with_context("validator.data_dir");
-  m.dataset.emplace(std::move(*ds));
-  // A token past the model's vocabulary would fail deep in an evaluation:
-  // refused here, before the node joins or posts anything.
-  CRUCIBLE_RETURN_IF_ERROR(
-      data::check_fits(*m.dataset, options.validator.data_dir, options.model, options.protocol.samples_per_window)
-          .with_context("validator.data_dir"));
-  CRUCIBLE_RETURN_IF_ERROR(protocol::check_pinned_digest(
-      "protocol.dataset_sha256", options.protocol.dataset_sha256,
-      [&] { return data::dataset_sha256(m.dataset->info()); }, "the dataset at " + options.validator.data_dir));
+  CRUCIBLE_ASSIGN_OR_RETURN(auto ds, protocol::open_network_data(options.validator.data_dir, "validator.data_dir",
+                                                                 options.model, options.protocol));
+  m.dataset.emplace(std::move(ds));
   if (options.validator.heldout_samples > 0) {
     auto val = data::Dataset::open(options.validator.data_dir, "val");
     if (val.is_ok()) {
@@ -292,9 +285,7 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   }
   model::ReplicaOptions ro{options.validator.device, options.validator.threads, options.validator.autocast};
   CRUCIBLE_ASSIGN_OR_RETURN(m.replica, model::Replica::create(options.model, ro, options.protocol.init_seed));
-  CRUCIBLE_RETURN_IF_ERROR(protocol::check_pinned_digest(
-      "protocol.genesis_sha256", options.protocol.genesis_sha256, [&] { return m.replica->parameters_sha256(); },
-      "the genesis model ([model] and protocol.init_seed)"));
+  CRUCIBLE_RETURN_IF_ERROR(protocol::check_genesis(options.protocol, [&] { return m.replica->parameters_sha256(); }));
   CRUCIBLE_ASSIGN_OR_RETURN(m.codec, kernels::backend_for(options.validator.device, options.validator.threads));
   std::error_code ec;
   fs::create_directories(options.validator.state_dir, ec);
