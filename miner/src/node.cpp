@@ -6,7 +6,9 @@
 
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
+#include "crucible/common/version.h"
 #include "crucible/kernels/backend_codec.h"
+#include "crucible/protocol/instance.h"
 #include "crucible/protocol/network_data.h"
 #include "node_impl.h"
 
@@ -79,6 +81,16 @@ Result<std::unique_ptr<MinerNode>> MinerNode::create(const MinerNodeOptions& opt
   CRUCIBLE_RETURN_IF_ERROR(open_model_and_state(m));
   m.peers = std::make_unique<protocol::PeerDirectory>(m.chain(), options.chain.netuid, m.io.open_peer_store);
   CRUCIBLE_ASSIGN_OR_RETURN(m.uid, protocol::join_subnet(m.chain(), options.chain.netuid, key, options.storage));
+  CRUCIBLE_RETURN_IF_ERROR(
+      protocol::check_lead_model(m.chain(), *m.peers, options.chain.netuid, m.uid, options.model.canonical()));
+  std::atomic<bool> never{false};
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, m.block_number(never));
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      auto claim, protocol::InstanceClaim::acquire(
+                      m.io.store, options.miner.state_dir,
+                      {key.address().hex(), "", 0, 0, options.model.canonical(), std::string(project_version())},
+                      m.clock.window_of(head)));
+  m.claim.emplace(std::move(claim));
   log::info("miner ready", {{"uid", m.uid},
                             {"address", key.address().checksum()},
                             {"parameters", m.replica->num_parameters()},
@@ -107,6 +119,7 @@ Status MinerNode::run(const std::atomic<bool>& stop) {
     }
     std::optional<std::uint64_t> wait_for;
     if (w > 0 && m.state.uploaded_window && *m.state.uploaded_window == w - 1) wait_for = w - 1;
+    CRUCIBLE_RETURN_IF_ERROR(m.claim->renew(w));
     CRUCIBLE_RETURN_IF_ERROR(m.catch_up(wait_for, stop));
     if (stop.load()) break;
     auto trained = m.train(w, stop);

@@ -17,6 +17,7 @@
 #include "crucible/miner/miner_state.h"
 #include "crucible/miner/node.h"
 #include "crucible/protocol/fingerprint.h"
+#include "crucible/protocol/instance.h"
 #include "crucible/protocol/node_io.h"
 #include "crucible/protocol/window_clock.h"
 
@@ -45,6 +46,7 @@ struct MinerNode::Impl {
   std::unique_ptr<InnerLoop> loop;
   std::unique_ptr<kernels::Backend> codec;  // error feedback, compression, merges: on miner.device
   std::optional<StateDir> state_dir;
+  std::optional<protocol::InstanceClaim> claim;  // one running instance per key
   MinerState state;
   std::uint16_t uid = 0;
   bool show_progress = false;

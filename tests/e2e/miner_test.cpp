@@ -27,6 +27,7 @@
 #include "crucible/protocol/aggregation_set.h"
 #include "crucible/protocol/checkpoint_pointer.h"
 #include "crucible/protocol/fingerprint.h"
+#include "crucible/protocol/instance.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/protocol/peers.h"
 #include "crucible/protocol/update.h"
@@ -399,6 +400,104 @@ TEST_F(MinerNodeTest, AMinerWhoseDataIsNotTheManifestsIsRefused) {
   EXPECT_EQ(joined.exit_code, 1) << joined.out;
   EXPECT_THAT(joined.out, HasSubstr("is not registered"));
   EXPECT_THAT(joined.out, Not(HasSubstr("not the network's")));
+}
+
+// One key, one running node (issue #31): a second copy of the miner, started
+// with the same key and store but another state folder, is refused at start
+// with exit 2 and writes nothing; the first trains and uploads on.
+TEST_F(MinerNodeTest, ASecondCopyOfTheKeyIsRefusedAndTheFirstUploadsOn) {
+  testing::Child first(miner_argv(), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  std::string out = first.read_until("miner ready", 60'000);
+  ASSERT_THAT(out, HasSubstr("claimed the store"));
+  auto second = testing::run_process(
+      miner_argv(fmt::format("--set miner.state_dir='{}'", (dir_.path() / "second-state").string())),
+      {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(second.exit_code, 2) << second.out;
+  EXPECT_THAT(second.out, HasSubstr("another instance of this node"));
+  EXPECT_THAT(second.out, HasSubstr("stop the other one"));
+  // The store's claim is still the first copy's.
+  std::ifstream id_in(dir_.path() / "miner-state/instance_id");
+  std::string first_id;
+  id_in >> first_id;
+  auto store = storage::LocalStore::open(dir_.path() / "miner-store");
+  ASSERT_TRUE(store.is_ok());
+  auto claim = protocol::read_instance(**store);
+  ASSERT_TRUE(claim.is_ok() && *claim) << claim.status();
+  EXPECT_EQ((*claim)->instance, first_id);
+  out = first.read_until("uploaded gradient", 120'000);
+  EXPECT_THAT(out, HasSubstr("uploaded gradient"));
+  first.signal(SIGTERM);
+  EXPECT_EQ(first.wait(30'000), 0);
+}
+
+// The validator's case of the same mistake, where it does harm: the second
+// copy would post its own weights over the first's. It is refused at start,
+// before it joins or posts; the first keeps judging windows.
+TEST_F(MinerNodeTest, ASecondCopyOfAValidatorKeyIsRefusedAndTheFirstPostsOn) {
+  const std::string lead_file = testing::write_keystore(lead_key_, dir_.path() / "lead.key", "pw");
+  auto validator_argv = [&](const std::string& state) {
+    const std::string toml = dir_.write(
+        state + ".toml", fmt::format(R"(
+[log]
+format = "text"
+[protocol]
+blocks_per_window = {}
+upload_slot_s = 4.0
+clock_skew_s = 0.5
+reveal_s = 2.0
+samples_per_window = {}
+[chain]
+rpc_url = "{}"
+chain_id = 0
+[storage]
+url = "file://{}"
+peer_file_urls = true
+[validator]
+data_dir = "{}"
+state_dir = "{}"
+threads = 1
+)",
+                                     kBlocksPerWindow, kSamples, chain_->url(), (dir_.path() / "lead-store").string(),
+                                     data_, (dir_.path() / state).string()));
+    return std::vector<std::string>{
+        "/bin/bash", "-c",
+        fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' 2>&1",
+                    testing::bin("crucible-validator"), toml, CRUCIBLE_SOURCE_DIR, lead_file)};
+  };
+  testing::Child first(validator_argv("first-state"), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  std::string out = first.read_until("validator ready", 90'000);
+  ASSERT_THAT(out, HasSubstr("claimed the store"));
+  auto second = testing::run_process(validator_argv("second-state"), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(second.exit_code, 2) << second.out;
+  EXPECT_THAT(second.out, HasSubstr("another instance of this node"));
+  EXPECT_THAT(second.out, Not(HasSubstr("validator ready")));
+  out = first.read_until("window done", 120'000);
+  EXPECT_THAT(out, HasSubstr("window done"));
+  first.signal(SIGTERM);
+  EXPECT_EQ(first.wait(60'000), 0);
+}
+
+// A miner with another model than the network's, and no manifest to say so
+// (issue #31: the `small` preset on a `tiny` network warned and trained on):
+// the lead's claim names its model, and the miner stops at start, exit 2,
+// naming both shapes, before it trains or uploads.
+TEST_F(MinerNodeTest, AMinerWithAnotherModelThanTheLeadsIsRefusedAtStart) {
+  auto tiny = model::load_model_config(std::string(CRUCIBLE_SOURCE_DIR) + "/configs/models/tiny.toml");
+  ASSERT_TRUE(tiny.is_ok());
+  protocol::InstanceRecord lead{lead_key_.address().hex(), std::string(32, 'a'), 0, 0, tiny->canonical(), "test"};
+  ASSERT_TRUE(lead_store_->put(keys::instance(), as_bytes(protocol::encode_instance(lead))).is_ok());
+  std::string cmd = fmt::format(
+      "exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --set model.n_layers=3 --key '{}' 2>&1",
+      testing::bin("crucible-miner"), config_, CRUCIBLE_SOURCE_DIR, key_file_);
+  auto r = testing::run_process({"/bin/bash", "-c", cmd}, {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_THAT(r.out, HasSubstr("runs a model of another shape"));
+  EXPECT_THAT(r.out, HasSubstr(tiny->canonical()));
+  EXPECT_TRUE(uploaded_windows().empty());
+  // The network's model gets past the check (and trains a window).
+  auto same = testing::run_process(miner_argv("--set miner.max_windows=1"), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  EXPECT_EQ(same.exit_code, 0) << same.out;
+  EXPECT_EQ(uploaded_windows().size(), 1u);
 }
 
 }  // namespace

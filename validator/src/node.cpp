@@ -10,7 +10,9 @@
 #include "crucible/common/log.h"
 #include "crucible/common/retry.h"
 #include "crucible/common/safetensors.h"
+#include "crucible/common/version.h"
 #include "crucible/kernels/backend_codec.h"
+#include "crucible/protocol/instance.h"
 #include "crucible/protocol/network_data.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/validator/window.h"
@@ -50,6 +52,7 @@ struct ValidatorNode::Impl {
   ValidatorState st;
   std::uint16_t uid = 0;
   std::uint64_t private_seed = 0;
+  std::optional<protocol::InstanceClaim> claim;  // one running instance per key
 
   Impl(const ValidatorNodeOptions& options, protocol::NodeIo i)
       : o(options), io(std::move(i)), clock(options.protocol) {}
@@ -293,6 +296,15 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   m.peers = std::make_unique<protocol::PeerDirectory>(*m.io.chain, options.chain.netuid, m.io.open_peer_store);
   m.private_seed = private_seed_of(options.validator, key);
   CRUCIBLE_ASSIGN_OR_RETURN(m.uid, protocol::join_subnet(*m.io.chain, options.chain.netuid, key, options.storage));
+  CRUCIBLE_RETURN_IF_ERROR(
+      protocol::check_lead_model(*m.io.chain, *m.peers, options.chain.netuid, m.uid, options.model.canonical()));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, m.io.chain->block_number());
+  CRUCIBLE_ASSIGN_OR_RETURN(
+      auto claim, protocol::InstanceClaim::acquire(
+                      m.io.store, options.validator.state_dir,
+                      {key.address().hex(), "", 0, 0, options.model.canonical(), std::string(project_version())},
+                      m.clock.window_of(head)));
+  m.claim.emplace(std::move(claim));
   log::info("validator ready",
             {{"uid", m.uid}, {"address", key.address().checksum()}, {"store", m.io.store->describe()}});
   return node;
@@ -380,6 +392,7 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
       m.io.clock->sleep(kPoll, stop);
       continue;
     }
+    CRUCIBLE_RETURN_IF_ERROR(m.claim->renew(current));
     CRUCIBLE_RETURN_IF_ERROR(process_window(next, m.st, observer, cx));
     ++next;
     if (m.o.validator.max_windows != 0 && ++done >= m.o.validator.max_windows) break;

@@ -33,6 +33,9 @@ inline std::string checkpoint(std::uint64_t global_step) {
   return fmt::format("v{}/checkpoint/{}/model.safetensors", kVersion, global_step);
 }
 inline std::string checkpoint_latest() { return fmt::format("v{}/checkpoint/LATEST.json", kVersion); }
+// The node's claim on its own store (protocol/instance.h): one running
+// instance per key.
+inline std::string instance() { return fmt::format("v{}/instance.json", kVersion); }
 
 // The window of an aggregate/{w}.json key (as listed); none for any other key.
 std::optional<std::uint64_t> aggregate_window(std::string_view key);
