@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -71,6 +73,10 @@ TEST_F(ExitCodes, EveryBinaryFollowsTheTable) {
   const std::string validator_no_data = node_file("validator", expand("{dir}/none"));
   const std::string miner = node_file("miner", data_);
   const std::string validator = node_file("validator", data_);
+  std::ifstream key_in(key_);
+  const std::string open_key =
+      dir_.write("open.key", std::string(std::istreambuf_iterator<char>(key_in), std::istreambuf_iterator<char>()));
+  ::chmod(open_key.c_str(), 0644);
   const std::vector<Case> cases{
       {"an unknown flag", {"config", "show", "--no-such-flag"}, "crucible", 2, "no-such-flag"},
       {"an unknown flag", {"--no-such-flag"}, "crucible-miner", 2, "no-such-flag"},
@@ -103,6 +109,31 @@ TEST_F(ExitCodes, EveryBinaryFollowsTheTable) {
        "crucible",
        0,
        "data checked"},
+      {"config check of a readable key without a password",
+       {"config", "check", "--role", "miner", miner, "--key", "{key}"},
+       "crucible",
+       0,
+       "password not checked"},
+      {"config check of a key that opens",
+       {"config", "check", "--role", "miner", miner, "--key", "{key}", "--password-file", "{right}"},
+       "crucible",
+       0,
+       "opens"},
+      {"config check of a key with a wrong password",
+       {"config", "check", "--role", "miner", miner, "--key", "{key}", "--password-file", "{wrong}"},
+       "crucible",
+       2,
+       "wrong password"},
+      {"config check of a missing key",
+       {"config", "check", "--role", "miner", miner, "--key", "{dir}/no-such.key"},
+       "crucible",
+       2,
+       "no-such.key"},
+      {"config check of a key others can read",
+       {"config", "check", "--role", "miner", miner, "--key", open_key},
+       "crucible",
+       2,
+       "0644"},
       {"a wrong password",
        {"--config", miner, "--key", "{key}", "--password-file", "{wrong}"},
        "crucible-miner",
