@@ -1,6 +1,7 @@
 #include "crucible/chain/tx_sender.h"
 
 #include <algorithm>
+#include <cctype>
 #include <thread>
 
 #include "crucible/common/log.h"
@@ -62,6 +63,19 @@ Result<std::string> TxSender::revert_reason(const Draft& d) {
   return std::string("reverted (the reason is no longer reproducible by eth_call)");
 }
 
+// A node's "insufficient funds" (gas) and subtensor's NotEnoughBalance...
+// (a registration's burn, a stake) said as what to do about it.
+Status TxSender::with_funds_hint(Status st) const {
+  if (st.is_ok()) return st;
+  std::string lower = st.message();
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (!contains(lower, "insufficient funds") && !contains(lower, "notenoughbalance")) return st;
+  return failed_precondition(
+      "the account {} cannot pay for the transaction ({}): fund it; on the local chain `crucible chain fund --key "
+      "KEYFILE`, on Bittensor a transfer of TAO to this EVM address (docs/chain.md)",
+      address_.checksum(), st.message());
+}
+
 Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit,
                               const U256& value) {
   CRUCIBLE_RETURN_IF_ERROR(check_chain_id());
@@ -72,8 +86,9 @@ Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optiona
   if (gas_limit) {
     d.gas = *gas_limit;
   } else {
-    CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t estimate, eth_.estimate_gas(address_, to, data));
-    d.gas = estimate + estimate * options_.gas_margin_percent / 100;
+    auto estimate = eth_.estimate_gas(address_, to, data);
+    if (!estimate.is_ok()) return with_funds_hint(estimate.status());
+    d.gas = *estimate + *estimate * options_.gas_margin_percent / 100;
   }
   CRUCIBLE_ASSIGN_OR_RETURN(d.fees, eth_.estimate_fees());
   CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t pending, eth_.pending_nonce(address_));
@@ -107,7 +122,7 @@ Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optiona
     out.nonce = d.nonce;
     st = send_version();
   }
-  CRUCIBLE_RETURN_IF_ERROR(st);
+  CRUCIBLE_RETURN_IF_ERROR(with_funds_hint(st));
   next_nonce_ = d.nonce + 1;
 
   const auto deadline = Clock::now() + options_.receipt_timeout;

@@ -133,6 +133,8 @@ TEST(ChainUp, FundAndStakeMakeANewWalletAValidator) {
   auto broke = testing::run_process(
       {testing::bin("crucible"), "chain", "register", "--key", ks, "--set", "chain.rpc_url=" + url}, pw);
   EXPECT_EQ(broke.exit_code, 1);  // no tokens for gas yet
+  EXPECT_THAT(broke.err, HasSubstr("cannot pay for the transaction"));
+  EXPECT_THAT(broke.err, HasSubstr("crucible chain fund --key"));  // what to do about it
 
   auto fund = testing::run_process(
       {testing::bin("crucible"), "chain", "fund", "--key", ks, "--amount", "5", "--set", "chain.rpc_url=" + url});

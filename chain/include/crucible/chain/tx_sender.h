@@ -60,6 +60,7 @@ class TxSender {
   };
   SignedTx sign_draft(const Draft& d) const;
   Status check_chain_id();
+  Status with_funds_hint(Status st) const;
   Result<std::string> revert_reason(const Draft& d);
 
   EthClient& eth_;
