@@ -121,6 +121,12 @@ try {
   assert.deepEqual(finalWindows, history.map((r) => r.window), "one score point per window of the uid's history");
   const rows = await desktop.$$eval("section.panel table tbody tr", (trs) => trs.length);
   assert.ok(rows >= history.length, "a table row per window judged");
+  // The hotkey as the CLI shows it (SS58), its full text on hover.
+  const hotkeyTitle = await desktop.$$eval(".card", (cs) =>
+    cs.filter((c) => c.querySelector(".label").textContent === "hotkey").map((c) => c.getAttribute("title"))[0]);
+  const paidScore = uids.find((u) => u.uid === paid.uid);
+  assert.equal(hotkeyTitle, paidScore.hotkey_ss58, "the hotkey card shows the SS58 form");
+  assert.match(hotkeyTitle, /^5[1-9A-HJ-NP-Za-km-z]{47}$/);
   await desktop.screenshot({ path: path.join(artifacts, "dashboard-uid.png"), fullPage: true });
 
   // 4. A phone: the same page, no wider than the screen.

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crucible/chain/substrate.h"
 #include "crucible/common/metrics.h"
 #include "crucible/validator/api_server.h"
 #include "crucible/validator/state.h"
@@ -45,6 +46,7 @@ class ApiTest : public ::testing::Test {
     a.bma = 0.2;
     a.final_score = (30 - 12) * 0.2;
     a.last_evaluated = 7;
+    a.hotkey = hotkey_;
     b.final_score = 0;
     storage::StateStore::Batch batch;
     batch.put(storage::Family::kRatings, rating_key(1), bytes_of(to_json(a)));
@@ -80,6 +82,8 @@ class ApiTest : public ::testing::Test {
   }
 
   testing::TempDir dir_;
+  chain::Hash32 hotkey_ =
+      chain::substrate::mirror_account(*chain::Address::parse("0x70997970C51812dc3A010C7d01b50e0d17dc79C8"));
   std::unique_ptr<storage::StateStore> db_;
   std::unique_ptr<ApiServer> server_;
 };
@@ -95,6 +99,11 @@ TEST_F(ApiTest, ScoresListEveryUidWithWeights) {
   EXPECT_DOUBLE_EQ(j["uids"][0]["weight"].get<double>(), 1.0);
   EXPECT_DOUBLE_EQ(j["uids"][0]["mu"].get<double>(), 30.0);
   EXPECT_DOUBLE_EQ(j["uids"][1]["weight"].get<double>(), 0.0);
+  // The hotkey as 0x-hex for programs and in SS58 as the CLI shows it.
+  EXPECT_EQ(j["uids"][0]["hotkey"], to_hex(hotkey_));
+  EXPECT_EQ(j["uids"][0]["hotkey_ss58"], chain::substrate::ss58(hotkey_));
+  EXPECT_EQ(j["uids"][0]["hotkey_ss58"].get<std::string>().front(), '5');
+  EXPECT_TRUE(j["uids"][1]["hotkey_ss58"].is_null());
 }
 
 TEST_F(ApiTest, MinerWindowAndWeightsRoutes) {

@@ -6,6 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crucible/chain/substrate.h"
+
 #include "crucible/common/metrics.h"
 #include "crucible/common/version.h"
 #include "crucible/validator/api_server.h"
@@ -101,6 +103,8 @@ json score_json(std::uint16_t uid, const MinerScore& s, double weight, const Sco
   j["trust"] = trust(s, p);
   const double z = accumulated_own_z(s);
   j["trust_z"] = std::isnan(z) ? json(nullptr) : json(z);
+  // As the CLI and Bittensor's tools show it (the hex stays for programs).
+  j["hotkey_ss58"] = s.hotkey ? json(chain::substrate::ss58(*s.hotkey)) : json(nullptr);
   return j;
 }
 

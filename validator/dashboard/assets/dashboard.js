@@ -139,7 +139,7 @@ async function minerPage(view, uid) {
       card("sync", fmt(s.sync, 2)), card("penalty", fmt(s.penalty, 2)),
       card("last evaluated", s.last_evaluated ?? "–"),
       card("windows judged", String(hist.length)),
-      card("hotkey", s.hotkey ? short(s.hotkey) : "–", s.hotkey || "")),
+      card("hotkey", s.hotkey_ss58 ? short(s.hotkey_ss58) : "–", s.hotkey_ss58 || "")),
     h("div", { class: "grid" },
       panel("Final score after each window", "chart-final"),
       panel("Weight in each post", "chart-weight"),
