@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <regex>
+#include <set>
 
 #include "support/temp_dir.h"
 
@@ -14,6 +16,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Two windows, miners 1-3 (3 uploads nothing valid in window 5); uid 9 is an
 // attacker, aggregated once; two weights posts.
@@ -84,8 +87,50 @@ TEST(DemoReport, WritesSummaryAndPlot) {
   EXPECT_THAT(svg, HasSubstr("held-out loss"));
   EXPECT_THAT(svg, HasSubstr("uid 3"));
   EXPECT_THAT(svg, HasSubstr("</svg>"));
-  // The loss line: the first window at the left edge and highest (7.5 at the top).
-  EXPECT_THAT(svg, HasSubstr("points=\"70.0,40.0 670.0,280.0 \""));
+  // The loss line: the first window at the left of the plot and highest
+  // (7.5 at the top), a point per window.
+  EXPECT_THAT(svg, HasSubstr("points=\"84.0,40.0 656.0,280.0 \""));
+  EXPECT_THAT(svg, HasSubstr("<title>window 6: 7.0000</title>"));
+  // Each post a stacked bar of its shares; a uid with no weight draws nothing.
+  EXPECT_THAT(svg, HasSubstr("<title>window 5: uid 1 0.750</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>window 5: uid 2 0.250</title>"));
+  EXPECT_THAT(svg, HasSubstr("<title>window 6: uid 1 0.750</title>"));
+  EXPECT_THAT(svg, Not(HasSubstr("window 6: uid 3")));
+  // Every window labelled, not only the first and last.
+  EXPECT_THAT(svg, HasSubstr(">5</text>"));
+  EXPECT_THAT(svg, HasSubstr(">6</text>"));
+}
+
+// Equal weights, which as lines lay on top of each other (only one uid
+// visible), are equal segments of one bar, each its own colour.
+TEST(DemoReport, EqualWeightsShowAsEqualSegments) {
+  DemoReport r;
+  r.miners = {1, 2, 3, 4};
+  for (std::uint64_t w = 0; w < 30; ++w) {
+    DemoWindow dw;
+    dw.window = w;
+    r.windows.push_back(dw);
+  }
+  DemoPost post;
+  post.epoch = 1;
+  post.window = 29;
+  post.weights = {{1, 0.25}, {2, 0.25}, {3, 0.25}, {4, 0.25}};
+  r.posts.push_back(post);
+  const std::string svg = progress_svg(r);
+  std::vector<std::string> heights, fills;
+  const std::regex seg(
+      R"re(<rect x="[0-9.]+" y="[0-9.]+" width="[0-9.]+" height="([0-9.]+)" fill="(#[0-9a-f]+)" stroke)re");
+  for (std::sregex_iterator it(svg.begin(), svg.end(), seg), end; it != end; ++it) {
+    heights.push_back((*it)[1]);
+    fills.push_back((*it)[2]);
+  }
+  ASSERT_EQ(heights.size(), 4u) << svg;
+  EXPECT_EQ(std::set<std::string>(heights.begin(), heights.end()).size(), 1u);
+  EXPECT_EQ(std::set<std::string>(fills.begin(), fills.end()).size(), 4u);
+  // 30 windows: labels every third window, not 30 labels on top of each other.
+  EXPECT_THAT(svg, HasSubstr(">0</text>"));
+  EXPECT_THAT(svg, HasSubstr(">27</text>"));
+  EXPECT_THAT(svg, Not(HasSubstr(">28</text>")));
 }
 
 }  // namespace

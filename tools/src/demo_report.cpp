@@ -168,6 +168,7 @@ json summary_json(const DemoReport& r) {
 namespace {
 
 constexpr double kWidth = 820, kPanel = 240, kLeft = 70, kRight = 150, kTop = 40, kGap = 70;
+constexpr double kPad = 14;  // between a panel's frame and its first and last window (half the widest bar, and more)
 constexpr const char* kColours[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e",
                                     "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"};
 
@@ -217,31 +218,53 @@ std::string progress_svg(const DemoReport& r) {
   svg += frame(kTop, "held-out loss of the global model, after each window", ly, "{:.3f}");
   std::string points;
   for (const auto& [w, l] : loss) {
-    points += fmt::format("{:.1f},{:.1f} ", x.at(w, kLeft, right), ly.at(l, kTop + kPanel, kTop));
+    points += fmt::format("{:.1f},{:.1f} ", x.at(w, kLeft + kPad, right - kPad), ly.at(l, kTop + kPanel, kTop));
   }
   svg += fmt::format(R"(<polyline fill="none" stroke="#1f77b4" stroke-width="2" points="{}"/>)", points);
-  svg += frame(top2, "weight of each uid on chain, by the window of the post", Axis{0, 1}, "{:.1f}");
+  for (const auto& [w, l] : loss) {
+    svg +=
+        fmt::format(R"(<circle cx="{:.1f}" cy="{:.1f}" r="3" fill="#1f77b4"><title>window {}: {:.4f}</title></circle>)",
+                    x.at(w, kLeft + kPad, right - kPad), ly.at(l, kTop + kPanel, kTop), w, l);
+  }
+  // Each post's weights as one stacked bar (they sum to 1): equal weights
+  // show as equal segments, where lines would lie on top of each other.
+  svg += frame(top2, "share of each weights post by uid, at the window of the post", Axis{0, 1}, "{:.1f}");
   std::set<std::uint16_t> uids;
   for (const auto& p : r.posts)
     for (const auto& [uid, v] : p.weights) uids.insert(uid);
-  std::size_t colour = 0;
-  for (std::uint16_t uid : uids) {
-    std::string line;
-    for (const auto& p : r.posts) {
-      auto it = p.weights.find(uid);
-      const double v = it == p.weights.end() ? 0.0 : it->second;
-      line +=
-          fmt::format("{:.1f},{:.1f} ", x.at(double(p.window), kLeft, right), Axis{0, 1}.at(v, top2 + kPanel, top2));
+  std::map<std::uint16_t, const char*> colour_of;
+  for (std::uint16_t uid : uids) colour_of[uid] = kColours[colour_of.size() % std::size(kColours)];
+  const double slot = (right - kLeft - 2 * kPad) / std::max(1.0, x.hi - x.lo + 1);
+  const double bar = std::clamp(slot * 0.6, 2.0, 24.0);
+  for (const auto& p : r.posts) {
+    const double cx = x.at(double(p.window), kLeft + kPad, right - kPad);
+    double below = 0;
+    for (const auto& [uid, v] : p.weights) {
+      if (v <= 0) continue;
+      const double y0 = Axis{0, 1}.at(below + v, top2 + kPanel, top2), y1 = Axis{0, 1}.at(below, top2 + kPanel, top2);
+      svg += fmt::format(
+          R"(<rect x="{:.1f}" y="{:.1f}" width="{:.1f}" height="{:.1f}" fill="{}" stroke="white" stroke-width="0.5">)"
+          R"(<title>window {}: uid {} {:.3f}</title></rect>)",
+          cx - bar / 2, y0, bar, y1 - y0, colour_of[uid], p.window, uid, v);
+      below += v;
     }
-    const char* c = kColours[colour++ % std::size(kColours)];
-    svg += fmt::format(R"(<polyline fill="none" stroke="{}" stroke-width="2" points="{}"/>)", c, line);
-    const double ly_legend = top2 + 14.0 * static_cast<double>(colour);
-    svg += fmt::format(R"(<rect x="{}" y="{:.1f}" width="10" height="10" fill="{}"/>)", right + 12, ly_legend - 9, c);
-    svg += text(right + 26, ly_legend, fmt::format("uid {}", uid));
   }
+  double legend_y = top2 + 14.0;
+  for (const auto& [uid, c] : colour_of) {
+    svg += fmt::format(R"(<rect x="{}" y="{:.1f}" width="10" height="10" fill="{}"/>)", right + 12, legend_y - 9, c);
+    svg += text(right + 26, legend_y, fmt::format("uid {}", uid));
+    legend_y += 14.0;
+  }
+  // Window labels at a regular step, at most about ten per axis.
+  const auto first = static_cast<std::uint64_t>(x.lo), last = static_cast<std::uint64_t>(x.hi);
+  const std::uint64_t step = std::max<std::uint64_t>(1, (last - first + 9) / 10);
   for (double y : {kTop + kPanel, top2 + kPanel}) {
-    svg += text(kLeft, y + 16, fmt::format("window {}", x.lo), "start");
-    svg += text(right, y + 16, fmt::format("window {}", x.hi), "end");
+    for (std::uint64_t w = first; w <= last; w += step) {
+      const double at = x.at(double(w), kLeft + kPad, right - kPad);
+      svg += fmt::format(R"(<line x1="{:.1f}" y1="{:.1f}" x2="{:.1f}" y2="{:.1f}" stroke="#999"/>)", at, y, at, y + 4);
+      svg += text(at, y + 16, std::to_string(w), "middle");
+    }
+    svg += text((kLeft + right) / 2, y + 32, "window", "middle");
   }
   svg += "</svg>\n";
   return svg;
