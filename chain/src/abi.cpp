@@ -388,12 +388,6 @@ Result<bool> Value::as_bool() const {
   return out_of_range("abi: bool is not 0 or 1");
 }
 
-Address Value::as_address() const {
-  std::array<std::uint8_t, 20> a{};
-  std::copy(word_.be().begin() + 12, word_.be().end(), a.begin());
-  return Address(a);
-}
-
 Result<Bytes> encode(const std::vector<Type>& types, const std::vector<Value>& values) {
   return encode_sequence(types, values);
 }

@@ -158,9 +158,4 @@ Result<std::optional<TxInfo>> EthClient::transaction(const Hash32& tx) {
   return std::optional<TxInfo>(info);
 }
 
-Result<Bytes> EthClient::code_at(const Address& who) {
-  CRUCIBLE_ASSIGN_OR_RETURN(json r, rpc_.call("eth_getCode", json::array({who.hex(), "latest"})));
-  return parse_data(r);
-}
-
 }  // namespace crucible::chain

@@ -200,11 +200,6 @@ void Llama::set_requires_grad(bool on) {
   for (auto& p : params_) p.tensor.set_requires_grad(on);
 }
 
-void Llama::copy_from(const Llama& other) {
-  at::NoGradGuard no_grad;
-  for (std::size_t i = 0; i < params_.size(); ++i) params_[i].tensor.copy_(other.params_[i].tensor);
-}
-
 Status Llama::save(const std::filesystem::path& path, safetensors::Metadata metadata) const {
   std::vector<at::Tensor> host;
   std::vector<safetensors::TensorView> views;

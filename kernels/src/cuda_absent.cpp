@@ -6,10 +6,6 @@ namespace crucible::kernels::cuda {
 bool built() noexcept { return false; }
 int device_count() noexcept { return 0; }
 
-Status pack_indices12(std::span<const std::uint16_t>, std::span<std::uint8_t>) {
-  return unimplemented("pack12 (cuda): this build has no CUDA kernels (CRUCIBLE_CUDA=OFF)");
-}
-
 }  // namespace crucible::kernels::cuda
 
 #include "crucible/kernels/backend.h"

@@ -1,4 +1,4 @@
-// Progress (protocol.md §10): how the global model stands after window w's
+// Progress (protocol.md §6): how the global model stands after window w's
 // aggregate, the product the network exists for. The held-out loss is the
 // mean next-token loss over the first heldout_samples samples of the
 // data's val split, in fixed batches, so every validator with the same

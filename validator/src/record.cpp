@@ -1,6 +1,10 @@
-// Record (protocol.md §10): one window's per-uid results, its summary and
+// Record (protocol.md §6): one window's per-uid results, its summary and
 // every uid's score, in one RocksDB batch with the progress mark, so a
-// crash leaves the window whole or absent.
+// crash leaves the window whole or absent. The window's similarity
+// history (copies.cpp remember) and its progress record (progress.cpp)
+// are two later commits, each one batch: a crash before them loses that
+// window's sketches (restore_history reads what was kept), and its
+// progress record is made at restart (complete_progress).
 #include <cmath>
 
 #include "crucible/common/metrics.h"

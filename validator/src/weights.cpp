@@ -1,4 +1,4 @@
-// Weights (protocol.md §10): every weights_every windows the validator
+// Weights (protocol.md §6): every weights_every windows the validator
 // posts its weights. Each post is logged (WeightsLogEntry) before it is
 // sent and after, so a restart never posts an epoch twice: a pending post
 // found on chain is confirmed, a commit is re-sent with its own salt.

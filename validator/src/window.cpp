@@ -1,4 +1,4 @@
-// One window, as protocol.md §6-§10 orders it: gather, copies, evaluate,
+// One window, as protocol.md §6, §8 orders it: gather, copies, evaluate,
 // sync, score, then (the lead) the set, then record, advance, weights.
 #include "crucible/validator/window.h"
 

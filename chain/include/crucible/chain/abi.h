@@ -50,7 +50,6 @@ class Value {
 
   Result<std::uint64_t> as_u64() const;  // out_of_range when above 2^64-1
   Result<bool> as_bool() const;
-  Address as_address() const;
   std::string as_string() const { return {data_.begin(), data_.end()}; }
 
  private:

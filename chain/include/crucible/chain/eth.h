@@ -61,7 +61,6 @@ class EthClient {
   Result<Hash32> send_raw(ByteSpan raw);
   Result<std::optional<Receipt>> receipt(const Hash32& tx);
   Result<std::optional<TxInfo>> transaction(const Hash32& tx);
-  Result<Bytes> code_at(const Address& who);
 
  private:
   RpcClient& rpc_;

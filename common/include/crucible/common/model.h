@@ -53,8 +53,6 @@ class Llama {
   // Moves the parameters (keeping them leaves that require grad).
   void to(const at::Device& device);
   void set_requires_grad(bool on);
-  // Copies every parameter's values from `other` (same config).
-  void copy_from(const Llama& other);
 
   // Safetensors with Hugging Face names, F32. The metadata gets the config's
   // canonical text under "crucible.model"; `load` refuses a file whose

@@ -1,5 +1,5 @@
 // A window's aggregation set (protocol.md §8): the lead validator fixes,
-// before evaluation, which uids' packets make up window w's aggregate and
+// once window w is scored, which uids' packets make up its aggregate and
 // publishes aggregate/{w}.json {v, window, prev, uids, digests}; every node
 // applies exactly that set. Sets form a chain through `prev`. Its basis (the
 // Keccak-256 of the bytes as published) seeds the next window's fingerprint.

@@ -14,15 +14,15 @@ namespace crucible::protocol {
 enum class Rejection {
   kMissing,           // no object at the window's key
   kUnreachable,       // no readable store, or it did not answer
-  kTooEarly,          // stored before the upload slot opened
-  kTooLate,           // stored after the upload slot closed
+  kTooEarly,          // its commitment first observed before the upload slot opened
+  kTooLate,           // its commitment first observed after the upload slot closed
   kDownloadFailed,    // listed but could not be fetched whole
   kBadPacket,         // not a well-formed, signed packet
   kWrongSigner,       // signed by a key other than the uid's hotkey
   kWrongHeader,       // names another uid, window or protocol version
   kNotAssignedData,   // sample digest is not the uid's assignment
   kWrongShape,        // tensors do not fit the model
-  kCopy,              // the same update as an earlier upload of this window
+  kCopy,              // the same update as another upload of this window (both are rejected)
   kReplay,            // the same update as one of an earlier window
   kNonFinite,         // applying it makes the loss NaN or infinite
   kEvaluationFailed,  // evaluating or decoding it failed

@@ -60,7 +60,6 @@ class S3Store final : public ObjectStore {
   struct Request;
   Result<Response> send(const Request& request) const;
   Status put_multipart(const std::string& path, ByteSpan data, const Sha256& sha256);
-  Result<Bytes> get_parallel(const std::string& path, std::uint64_t size);
   std::string object_path(std::string_view key) const;
 
   // Idle libcurl handles: a request takes one and gives it back, so that

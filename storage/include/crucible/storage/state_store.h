@@ -1,5 +1,5 @@
 // StateStore: the validator's state in RocksDB — ratings, per-window
-// scores, window progress, the posted-weights log, a packet cache, meta —
+// scores, window progress, the posted-weights log, meta, sketches —
 // one column family each. Every value carries a one-byte format version;
 // the database records its schema version and a database of an unknown one
 // is refused. A window's results commit as one atomic, synced WriteBatch:
@@ -28,7 +28,7 @@ enum class Family : std::uint8_t {
   kWindowScores,
   kWindowProgress,
   kWeightsLog,
-  kPacketCache,
+  kPacketCache,  // unused since packets spool to files; kept so existing databases open with the same families
   kMeta,
   kSketches,  // the validator's similarity history (validator/similarity.h)
   kCount_,

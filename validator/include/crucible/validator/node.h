@@ -1,11 +1,12 @@
 // The validator node: one pass per window w, run once w's upload slot has
-// closed, reading like the protocol (protocol.md §6-10; validator/window.h):
+// closed, reading like the protocol (protocol.md §6, §8; validator/window.h):
 //   gather    fetch and check every uid's packet (a Rejection per uid)
-//   copies    the later of two equal updates, and replays, are rejected
-//   fix set   the lead fixes and publishes w's aggregation set
+//   copies    replays, and both uploads of an update two uids share, are rejected
 //   evaluate  Gauntlet losses on a sample of uids, on the model of w
+//   sync      each uid's fingerprint against the model it should have held
 //   score     ratings, BMA, sync, penalties, final scores
-//   record    all of w's results in one RocksDB batch with the progress mark
+//   fix set   the lead fixes and publishes w's aggregation set, from the scores
+//   record    w's results and the progress mark in one RocksDB batch
 //   advance   apply the lead's set to the model (theta_{w+1}); checkpoint (lead)
 //   weights   every weights_every windows, logged so a restart never posts twice
 #pragma once

@@ -8,6 +8,8 @@
 //                  p/<window:012>                ProgressRecord (the global model after the window)
 //   weights_log    epoch/<epoch:012>             WeightsLogEntry
 //   meta           first_window                  the first window of this state (decimal text)
+//   sketches       <window:020>/<uid:05>         an upload's sketch (similarity.h), for copies.cpp
+//                  <window:020>/aggregate        the window's aggregate's sketch
 #pragma once
 
 #include <cstdint>
@@ -77,7 +79,7 @@ struct WindowSummary {
 nlohmann::json to_json(const WindowSummary& s);
 Result<WindowSummary> window_summary_from_json(const nlohmann::json& j);
 
-// How the global model stands after window w's aggregate (protocol.md §10).
+// How the global model stands after window w's aggregate (protocol.md §6).
 struct ProgressRecord {
   std::uint64_t window = 0;
   std::optional<double> heldout_loss;  // none when there is no held-out split

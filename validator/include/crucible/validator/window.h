@@ -1,4 +1,4 @@
-// One window of the validator, step by step (protocol.md §6-§10):
+// One window of the validator, step by step (protocol.md §6, §8):
 //   gather -> copies -> evaluate -> sync -> score -> fix the set (lead) -> record
 //   -> advance the model -> weights
 // Each step is a function of its own file with explicit inputs and outputs;
@@ -139,7 +139,8 @@ Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
 Upload check_upload(std::uint16_t who, const chain::Hash32& hotkey, std::uint64_t w, const protocol::UploadSlot& slot,
                     std::uint64_t packet_bytes, const Observation& seen, storage::ObjectStore& peer, WindowContext& cx);
 
-// copies.cpp (pure): an update like one of `history` (|cosine| >=
+// copies.cpp: mark_copies is pure; remember and restore_history keep the
+// history's sketches in RocksDB (Family::kSketches). An update like one of `history` (|cosine| >=
 // copy_cosine) is a replay; two uploads of the same update in the window
 // (same payload, top-k index overlap >= copy_overlap, or |cosine| >=
 // copy_cosine) are both copies.
