@@ -6,7 +6,6 @@
 
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
-#include "crucible/common/version.h"
 #include "crucible/kernels/backend_codec.h"
 #include "crucible/protocol/instance.h"
 #include "crucible/protocol/network_data.h"
@@ -81,15 +80,9 @@ Result<std::unique_ptr<MinerNode>> MinerNode::create(const MinerNodeOptions& opt
   CRUCIBLE_RETURN_IF_ERROR(open_model_and_state(m));
   m.peers = std::make_unique<protocol::PeerDirectory>(m.chain(), options.chain.netuid, m.io.open_peer_store);
   CRUCIBLE_ASSIGN_OR_RETURN(m.uid, protocol::join_subnet(m.chain(), options.chain.netuid, key, options.storage));
-  CRUCIBLE_RETURN_IF_ERROR(
-      protocol::check_lead_model(m.chain(), *m.peers, options.chain.netuid, m.uid, options.model.canonical()));
-  std::atomic<bool> never{false};
-  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, m.block_number(never));
   CRUCIBLE_ASSIGN_OR_RETURN(
-      auto claim, protocol::InstanceClaim::acquire(
-                      m.io.store, options.miner.state_dir,
-                      {key.address().hex(), "", 0, 0, options.model.canonical(), std::string(project_version())},
-                      m.clock.window_of(head)));
+      auto claim, protocol::claim_at_start(m.io, *m.peers, options.chain.netuid, m.uid, key, options.model.canonical(),
+                                           options.protocol.blocks_per_window, options.miner.state_dir));
   m.claim.emplace(std::move(claim));
   log::info("miner ready", {{"uid", m.uid},
                             {"address", key.address().checksum()},

@@ -7,9 +7,12 @@
 #include <nlohmann/json.hpp>
 
 #include "crucible/chain/chain.h"
+#include "crucible/chain/keys.h"
 #include "crucible/common/file_io.h"
 #include "crucible/common/log.h"
+#include "crucible/common/version.h"
 #include "crucible/protocol/aggregation_set.h"
+#include "crucible/protocol/node_io.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/protocol/peers.h"
 #include "crucible/storage/object_store.h"
@@ -159,6 +162,16 @@ Status InstanceClaim::renew(std::uint64_t window) {
     log::warn("cannot renew the claim on this store", {{"key", keys::instance()}, {"error", st.to_string()}});
   }
   return Status::ok();
+}
+
+Result<InstanceClaim> claim_at_start(NodeIo& io, PeerDirectory& peers, std::uint16_t netuid, std::uint16_t uid,
+                                     const chain::PrivateKey& key, const std::string& model,
+                                     std::uint32_t blocks_per_window, const fs::path& state_dir) {
+  CRUCIBLE_RETURN_IF_ERROR(check_lead_model(*io.chain, peers, netuid, uid, model));
+  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, io.chain->block_number());
+  InstanceRecord mine{key.address().hex(), "", 0, 0, model, std::string(project_version())};
+  return InstanceClaim::acquire(io.store, state_dir, std::move(mine),
+                                head / std::max<std::uint32_t>(blocks_per_window, 1));
 }
 
 }  // namespace crucible::protocol

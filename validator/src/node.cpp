@@ -10,7 +10,6 @@
 #include "crucible/common/log.h"
 #include "crucible/common/retry.h"
 #include "crucible/common/safetensors.h"
-#include "crucible/common/version.h"
 #include "crucible/kernels/backend_codec.h"
 #include "crucible/protocol/instance.h"
 #include "crucible/protocol/network_data.h"
@@ -296,14 +295,9 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   m.peers = std::make_unique<protocol::PeerDirectory>(*m.io.chain, options.chain.netuid, m.io.open_peer_store);
   m.private_seed = private_seed_of(options.validator, key);
   CRUCIBLE_ASSIGN_OR_RETURN(m.uid, protocol::join_subnet(*m.io.chain, options.chain.netuid, key, options.storage));
-  CRUCIBLE_RETURN_IF_ERROR(
-      protocol::check_lead_model(*m.io.chain, *m.peers, options.chain.netuid, m.uid, options.model.canonical()));
-  CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, m.io.chain->block_number());
   CRUCIBLE_ASSIGN_OR_RETURN(
-      auto claim, protocol::InstanceClaim::acquire(
-                      m.io.store, options.validator.state_dir,
-                      {key.address().hex(), "", 0, 0, options.model.canonical(), std::string(project_version())},
-                      m.clock.window_of(head)));
+      auto claim, protocol::claim_at_start(m.io, *m.peers, options.chain.netuid, m.uid, key, options.model.canonical(),
+                                           options.protocol.blocks_per_window, options.validator.state_dir));
   m.claim.emplace(std::move(claim));
   log::info("validator ready",
             {{"uid", m.uid}, {"address", key.address().checksum()}, {"store", m.io.store->describe()}});

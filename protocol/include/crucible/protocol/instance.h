@@ -27,7 +27,8 @@ class ObjectStore;
 }
 namespace crucible::chain {
 class Chain;
-}
+class PrivateKey;
+}  // namespace crucible::chain
 
 namespace crucible::protocol {
 
@@ -53,6 +54,7 @@ Result<InstanceRecord> decode_instance(ByteSpan bytes);
 Result<std::optional<InstanceRecord>> read_instance(storage::ObjectStore& store);
 
 class PeerDirectory;
+struct NodeIo;
 
 // Start-up check of a follower: the lead validator's record names the model
 // shape it runs; a node whose `model` (ModelConfig::canonical()) differs
@@ -85,5 +87,12 @@ class InstanceClaim {
   std::shared_ptr<storage::ObjectStore> store_;
   InstanceRecord mine_;
 };
+
+// A node's start, after join_subnet: check_lead_model, then the claim on
+// io.store at the chain's current window, with the node's record (its key's
+// address, `model`, this build's version). Errors as those two give them.
+Result<InstanceClaim> claim_at_start(NodeIo& io, PeerDirectory& peers, std::uint16_t netuid, std::uint16_t uid,
+                                     const chain::PrivateKey& key, const std::string& model,
+                                     std::uint32_t blocks_per_window, const std::filesystem::path& state_dir);
 
 }  // namespace crucible::protocol
