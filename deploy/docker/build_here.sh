@@ -38,8 +38,20 @@ fi
 podman image exists docker.io/library/debian:12-slim ||
   podman tag docker.io/library/debian:12 docker.io/library/debian:12-slim
 
+# A machine behind a TLS-intercepting proxy trusts the proxy's CA in its own
+# npm config (cafile) or NODE_EXTRA_CA_CERTS; the build's `npm ci` is given
+# the same bundle and an npmrc naming it, mounted for the build only (never
+# in the image).
+ca=()
+bundle=$(npm config get cafile 2>/dev/null || true)
+[ -f "$bundle" ] || bundle=${NODE_EXTRA_CA_CERTS:-}
+if [ -n "$bundle" ] && [ -f "$bundle" ]; then
+  mkdir -p "$WORK"
+  echo "cafile=/run/host-ca.crt" > "$WORK/npmrc"
+  ca=(--volume "$bundle:/run/host-ca.crt:ro" --volume "$WORK/npmrc:/root/.npmrc:ro")
+fi
 log "building $IMAGE"
-podman build --pull=never --isolation chroot --network host \
+podman build --pull=never --isolation chroot --network host "${ca[@]}" \
   -f deploy/docker/Dockerfile --target runtime -t "$IMAGE" .
 log "running it"
 if ! podman run --rm --network host "$IMAGE" crucible --version; then
