@@ -82,7 +82,7 @@ Result<std::unique_ptr<MinerNode>> MinerNode::create(const MinerNodeOptions& opt
   CRUCIBLE_ASSIGN_OR_RETURN(m.uid, protocol::join_subnet(m.chain(), options.chain.netuid, key, options.storage));
   CRUCIBLE_ASSIGN_OR_RETURN(
       auto claim, protocol::claim_at_start(m.io, *m.peers, options.chain.netuid, m.uid, key, options.model.canonical(),
-                                           options.protocol.blocks_per_window, options.miner.state_dir));
+                                           m.clock, options.miner.state_dir));
   m.claim.emplace(std::move(claim));
   log::info("miner ready", {{"uid", m.uid},
                             {"address", key.address().checksum()},

@@ -15,6 +15,7 @@
 #include "crucible/protocol/node_io.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/protocol/peers.h"
+#include "crucible/protocol/window_clock.h"
 #include "crucible/storage/object_store.h"
 
 namespace crucible::protocol {
@@ -165,13 +166,12 @@ Status InstanceClaim::renew(std::uint64_t window) {
 }
 
 Result<InstanceClaim> claim_at_start(NodeIo& io, PeerDirectory& peers, std::uint16_t netuid, std::uint16_t uid,
-                                     const chain::PrivateKey& key, const std::string& model,
-                                     std::uint32_t blocks_per_window, const fs::path& state_dir) {
+                                     const chain::PrivateKey& key, const std::string& model, const WindowClock& clock,
+                                     const fs::path& state_dir) {
   CRUCIBLE_RETURN_IF_ERROR(check_lead_model(*io.chain, peers, netuid, uid, model));
   CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t head, io.chain->block_number());
   InstanceRecord mine{key.address().hex(), "", 0, 0, model, std::string(project_version())};
-  return InstanceClaim::acquire(io.store, state_dir, std::move(mine),
-                                head / std::max<std::uint32_t>(blocks_per_window, 1));
+  return InstanceClaim::acquire(io.store, state_dir, std::move(mine), clock.window_of(head));
 }
 
 }  // namespace crucible::protocol

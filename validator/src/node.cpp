@@ -297,7 +297,7 @@ Result<std::unique_ptr<ValidatorNode>> ValidatorNode::create(const ValidatorNode
   CRUCIBLE_ASSIGN_OR_RETURN(m.uid, protocol::join_subnet(*m.io.chain, options.chain.netuid, key, options.storage));
   CRUCIBLE_ASSIGN_OR_RETURN(
       auto claim, protocol::claim_at_start(m.io, *m.peers, options.chain.netuid, m.uid, key, options.model.canonical(),
-                                           options.protocol.blocks_per_window, options.validator.state_dir));
+                                           m.clock, options.validator.state_dir));
   m.claim.emplace(std::move(claim));
   log::info("validator ready",
             {{"uid", m.uid}, {"address", key.address().checksum()}, {"store", m.io.store->describe()}});

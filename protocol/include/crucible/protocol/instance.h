@@ -54,6 +54,7 @@ Result<InstanceRecord> decode_instance(ByteSpan bytes);
 Result<std::optional<InstanceRecord>> read_instance(storage::ObjectStore& store);
 
 class PeerDirectory;
+class WindowClock;
 struct NodeIo;
 
 // Start-up check of a follower: the lead validator's record names the model
@@ -92,7 +93,7 @@ class InstanceClaim {
 // io.store at the chain's current window, with the node's record (its key's
 // address, `model`, this build's version). Errors as those two give them.
 Result<InstanceClaim> claim_at_start(NodeIo& io, PeerDirectory& peers, std::uint16_t netuid, std::uint16_t uid,
-                                     const chain::PrivateKey& key, const std::string& model,
-                                     std::uint32_t blocks_per_window, const std::filesystem::path& state_dir);
+                                     const chain::PrivateKey& key, const std::string& model, const WindowClock& clock,
+                                     const std::filesystem::path& state_dir);
 
 }  // namespace crucible::protocol
