@@ -262,8 +262,10 @@ TEST_F(InProcessNetwork, FourEqualMinersShowAlikeEvidence) {
   ASSERT_TRUE(rows.is_ok()) << rows.status();
   std::map<std::uint16_t, validator::MinerScore> scores;
   for (const auto& [k, v] : *rows) {
-    const auto uid = static_cast<std::uint16_t>(std::stoul(k.substr(4)));
-    scores[uid] = validator::score_from_json(nlohmann::json::parse(v.begin(), v.end()));
+    const auto uid = validator::uid_of_rating_key(k);
+    auto score = validator::score_from_json(nlohmann::json::parse(v.begin(), v.end()));
+    ASSERT_TRUE(uid && score.is_ok()) << k << ": " << score.status();
+    scores[*uid] = *score;
   }
   const protocol::ScoringParams p;
   const auto w = validator::weights(scores, p);

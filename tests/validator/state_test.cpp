@@ -1,6 +1,7 @@
 // The validator's records: typed, round-tripping, strict on read.
 #include "crucible/validator/state.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 namespace crucible::validator {
@@ -107,6 +108,90 @@ TEST(WeightsLogEntry, RoundTripsEachPhaseAndRefusesHoles) {
     EXPECT_EQ(b->phase, p);
     EXPECT_EQ(b->block_before, 5u);
   }
+}
+
+}  // namespace
+}  // namespace crucible::validator
+
+namespace crucible::validator {
+namespace {
+
+MinerScore every_field_set() {
+  MinerScore s;
+  s.rating.mu = 27.5;
+  s.rating.sigma = 3.25;
+  s.bma = 0.5;
+  s.sync = 0.75;
+  s.penalty = 0.5625;
+  s.zeroed = true;
+  s.last_evaluated = 41;
+  s.waiting = 3;
+  s.last_gradient_score = 0.125;
+  s.final_score = 0.25;
+  s.evidence = 0.875;
+  s.evaluations = 7;
+  s.judged = 6;
+  s.own_z_sum = 4.5;
+  s.own_z_norm2 = 3.75;
+  s.hotkey = std::array<std::uint8_t, 32>{};
+  (*s.hotkey)[0] = 0xab;
+  return s;
+}
+
+TEST(MinerScoreRecord, RoundTripsEveryField) {
+  const MinerScore s = every_field_set();
+  auto back = score_from_json(to_json(s));
+  ASSERT_TRUE(back.is_ok()) << back.status();
+  EXPECT_EQ(back->rating.mu, s.rating.mu);
+  EXPECT_EQ(back->rating.sigma, s.rating.sigma);
+  EXPECT_EQ(back->bma, s.bma);
+  EXPECT_EQ(back->sync, s.sync);
+  EXPECT_EQ(back->penalty, s.penalty);
+  EXPECT_EQ(back->zeroed, s.zeroed);
+  EXPECT_EQ(back->last_evaluated, s.last_evaluated);
+  EXPECT_EQ(back->waiting, s.waiting);
+  EXPECT_EQ(back->last_gradient_score, s.last_gradient_score);
+  EXPECT_EQ(back->final_score, s.final_score);
+  EXPECT_EQ(back->evidence, s.evidence);
+  EXPECT_EQ(back->evaluations, s.evaluations);
+  EXPECT_EQ(back->judged, s.judged);
+  EXPECT_EQ(back->own_z_sum, s.own_z_sum);
+  EXPECT_EQ(back->own_z_norm2, s.own_z_norm2);
+  EXPECT_EQ(back->hotkey, s.hotkey);
+
+  // The two nullable fields, null.
+  MinerScore fresh;
+  auto f = score_from_json(to_json(fresh));
+  ASSERT_TRUE(f.is_ok()) << f.status();
+  EXPECT_FALSE(f->last_evaluated.has_value());
+  EXPECT_FALSE(f->hotkey.has_value());
+}
+
+TEST(MinerScoreRecord, AMissingOrMistypedFieldIsDataLossNamingItNeverADefault) {
+  const nlohmann::json whole = to_json(every_field_set());
+  for (const char* field : {"mu", "sigma", "bma", "sync", "penalty", "zeroed", "waiting", "last_gradient_score",
+                            "final", "evidence", "evaluations", "judged", "own_z_sum", "own_z_norm2"}) {
+    nlohmann::json j = whole;
+    j.erase(field);
+    auto r = score_from_json(j);
+    ASSERT_FALSE(r.is_ok()) << field;
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << field;
+    EXPECT_THAT(r.status().message(), ::testing::HasSubstr(field));
+    j = whole;
+    j[field] = "x";
+    EXPECT_EQ(score_from_json(j).status().code(), StatusCode::kDataLoss) << field;
+  }
+  nlohmann::json j = whole;
+  j["hotkey"] = "abcd";  // not 32 bytes
+  EXPECT_EQ(score_from_json(j).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(score_from_json(nlohmann::json::array()).status().code(), StatusCode::kDataLoss);
+  EXPECT_EQ(score_from_json(nlohmann::json()).status().code(), StatusCode::kDataLoss);  // unparsable bytes
+}
+
+TEST(MinerScoreRecord, TheRatingKeyParsesBackAndNothingElseDoes) {
+  for (std::uint16_t uid : {0, 7, 255, 65535}) EXPECT_EQ(uid_of_rating_key(rating_key(uid)), uid);
+  for (const char* k : {"uid/", "uid/1", "uid/000001", "uid/0000x", "uid/70000", "w/00001", "", "uid/-0001"})
+    EXPECT_FALSE(uid_of_rating_key(k).has_value()) << k;
 }
 
 }  // namespace

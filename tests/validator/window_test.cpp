@@ -991,7 +991,10 @@ namespace {
 MinerScore rating_of(ValidatorNode& node, std::uint16_t uid) {
   auto row = node.state().get(storage::Family::kRatings, rating_key(uid));
   EXPECT_TRUE(row.is_ok() && row->has_value());
-  return row.is_ok() && row->has_value() ? score_from_json(nlohmann::json::parse(**row)) : MinerScore{};
+  if (!row.is_ok() || !row->has_value()) return MinerScore{};
+  auto score = score_from_json(nlohmann::json::parse(**row));
+  EXPECT_TRUE(score.is_ok()) << score.status();
+  return score.is_ok() ? *score : MinerScore{};
 }
 
 TEST_F(ValidatorInProcess, ANewOwnerOfAUidDoesNotInheritItsScore) {

@@ -89,9 +89,11 @@ Result<std::map<std::uint16_t, MinerScore>> all_scores(storage::StateStore& db) 
   CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db.scan(storage::Family::kRatings, "uid/"));
   std::map<std::uint16_t, MinerScore> out;
   for (const auto& [k, v] : rows) {
-    auto uid = parse_int<std::uint16_t>(std::string_view(k).substr(4));
-    json j = parse_value(v);
-    if (uid && j.is_object()) out[*uid] = score_from_json(j);
+    auto uid = uid_of_rating_key(k);
+    if (!uid) return data_loss("ratings: key '{}' is not uid/<uid>", k);
+    auto score = score_from_json(parse_value(v));
+    if (!score.is_ok()) return score.status().with_context(fmt::format("ratings {}", k));
+    out[*uid] = std::move(*score);
   }
   return out;
 }

@@ -204,9 +204,11 @@ static std::uint64_t private_seed_of(const ValidatorOptions& o, const chain::Pri
 Status ValidatorNode::Impl::restore_scores() {
   CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db->scan(storage::Family::kRatings, "uid/"));
   for (const auto& [k, v] : rows) {
-    auto j = nlohmann::json::parse(v.begin(), v.end(), nullptr, false);
-    if (j.is_object() && k.size() > 4)
-      st.scores[static_cast<std::uint16_t>(std::stoul(k.substr(4)))] = score_from_json(j);
+    auto uid = uid_of_rating_key(k);
+    if (!uid) return data_loss("ratings: key '{}' is not uid/<uid>", k);
+    auto score = score_from_json(nlohmann::json::parse(v.begin(), v.end(), nullptr, false));
+    if (!score.is_ok()) return score.status().with_context(fmt::format("ratings {}", k));
+    st.scores[*uid] = std::move(*score);
   }
   return Status::ok();
 }

@@ -2,11 +2,22 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 namespace crucible::validator {
 
 using nlohmann::json;
 
 std::string rating_key(std::uint16_t uid) { return fmt::format("uid/{:05}", uid); }
+std::optional<std::uint16_t> uid_of_rating_key(std::string_view key) {
+  constexpr std::string_view kPrefix = "uid/";
+  if (key.size() != kPrefix.size() + 5 || !key.starts_with(kPrefix)) return std::nullopt;
+  std::uint16_t uid = 0;
+  const char* end = key.data() + key.size();
+  auto [p, ec] = std::from_chars(key.data() + kPrefix.size(), end, uid);
+  if (ec != std::errc() || p != end) return std::nullopt;
+  return uid;
+}
 std::string window_prefix(std::uint64_t window) { return fmt::format("w/{:012}/", window); }
 std::string window_summary_key(std::uint64_t window) { return window_prefix(window) + "summary"; }
 std::string window_uid_key(std::uint64_t window, std::uint16_t uid) {
@@ -37,31 +48,6 @@ json to_json(const MinerScore& s) {
           {"own_z_norm2", s.own_z_norm2},
           {"hotkey", s.hotkey ? json(to_hex(*s.hotkey)) : json(nullptr)},
           {"final", s.final_score}};
-}
-
-MinerScore score_from_json(const json& j) {
-  MinerScore s;
-  s.rating.mu = j.value("mu", s.rating.mu);
-  s.rating.sigma = j.value("sigma", s.rating.sigma);
-  s.bma = j.value("bma", 0.0);
-  s.sync = j.value("sync", 1.0);
-  s.penalty = j.value("penalty", 1.0);
-  s.zeroed = j.value("zeroed", false);
-  if (j.contains("last_evaluated") && j["last_evaluated"].is_number_unsigned()) {
-    s.last_evaluated = j["last_evaluated"].get<std::uint64_t>();
-  }
-  s.waiting = j.value("waiting", 1u);
-  s.last_gradient_score = j.value("last_gradient_score", 0.0);
-  s.final_score = j.value("final", 0.0);
-  s.evidence = j.value("evidence", 0.0);
-  s.evaluations = j.value("evaluations", 0u);
-  s.judged = j.value("judged", s.evaluations);  // records from before it was kept: about as many
-  s.own_z_sum = j.value("own_z_sum", 0.0);
-  s.own_z_norm2 = j.value("own_z_norm2", 0.0);
-  if (j.contains("hotkey") && j["hotkey"].is_string()) {
-    if (auto h = from_hex_fixed<32>(j["hotkey"].get<std::string>()); h.is_ok()) s.hotkey = *h;
-  }
-  return s;
 }
 
 namespace {
@@ -106,6 +92,38 @@ template <typename T>
 json opt_json(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
 }
+
+}  // namespace
+
+Result<MinerScore> score_from_json(const json& j) {
+  Reader r(j, "score record");
+  MinerScore s;
+  s.rating.mu = r.get<double>("mu");
+  s.rating.sigma = r.get<double>("sigma");
+  s.bma = r.get<double>("bma");
+  s.sync = r.get<double>("sync");
+  s.penalty = r.get<double>("penalty");
+  s.zeroed = r.get<bool>("zeroed");
+  s.last_evaluated = r.opt<std::uint64_t>("last_evaluated");
+  s.waiting = r.get<std::uint32_t>("waiting");
+  s.last_gradient_score = r.get<double>("last_gradient_score");
+  s.final_score = r.get<double>("final");
+  s.evidence = r.get<double>("evidence");
+  s.evaluations = r.get<std::uint32_t>("evaluations");
+  s.judged = r.get<std::uint32_t>("judged");
+  s.own_z_sum = r.get<double>("own_z_sum");
+  s.own_z_norm2 = r.get<double>("own_z_norm2");
+  auto hotkey = r.opt<std::string>("hotkey");
+  if (!r.ok()) return r.status();
+  if (hotkey) {
+    auto h = from_hex_fixed<32>(*hotkey);
+    if (!h.is_ok()) return data_loss("score record: field 'hotkey' is not 32 bytes of hex");
+    s.hotkey = *h;
+  }
+  return s;
+}
+
+namespace {
 
 json commit_json(const chain::WeightsCommit& c) {
   return {{"netuid", c.netuid},           {"uids", c.uids},        {"values", c.values}, {"salt", c.salt},

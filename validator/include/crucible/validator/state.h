@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -27,6 +28,8 @@
 namespace crucible::validator {
 
 std::string rating_key(std::uint16_t uid);
+// The uid a ratings key names (rating_key's inverse); nullopt for any other key.
+std::optional<std::uint16_t> uid_of_rating_key(std::string_view key);
 std::string window_summary_key(std::uint64_t window);
 std::string window_uid_key(std::uint64_t window, std::uint16_t uid);
 std::string window_prefix(std::uint64_t window);
@@ -37,7 +40,10 @@ std::string progress_key(std::uint64_t window);  // p/<window:012> in window_sco
 inline constexpr const char* kProgressPrefix = "p/";
 
 nlohmann::json to_json(const MinerScore& s);
-MinerScore score_from_json(const nlohmann::json& j);
+// Strict: a missing field, or one of another type, is data_loss naming it
+// (a record this node wrote is whole; one that is not is a damaged database,
+// never read as a default). `last_evaluated` and `hotkey` may be null.
+Result<MinerScore> score_from_json(const nlohmann::json& j);
 
 // What an evaluated upload scored in one window.
 struct EvalResult {
