@@ -75,10 +75,12 @@ bool same_layout(const BlockLayout& a, const BlockLayout& b) {
 }  // namespace
 
 Result<CompressedTensor> error_feedback_step(Backend& backend, std::span<float> ef, std::span<const float> delta,
-                                             std::span<const std::int64_t> shape, float beta) {
+                                             std::span<const std::int64_t> shape, float beta, int k_per_4096) {
   if (ef.size() != delta.size()) return invalid_argument("error feedback: buffer and delta differ in size");
+  if (k_per_4096 < 2 || k_per_4096 > 4096)
+    return invalid_argument("error feedback: k {} per 4096 not in [2, 4096]", k_per_4096);
   CompressedTensor c;
-  CRUCIBLE_ASSIGN_OR_RETURN(c.layout, layout_for(shape));
+  CRUCIBLE_ASSIGN_OR_RETURN(c.layout, layout_for(shape, k_per_4096));
   if (static_cast<std::int64_t>(ef.size()) != c.layout.rows * c.layout.cols) {
     return invalid_argument("codec: {} values for the shape", ef.size());
   }

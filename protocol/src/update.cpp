@@ -33,10 +33,10 @@ Result<std::vector<kernels::CompressedTensor>> decode_update(const packet::Packe
   return out;
 }
 
-Result<std::uint64_t> expected_packet_bytes(const std::vector<TensorSpec>& specs) {
+Result<std::uint64_t> expected_packet_bytes(const std::vector<TensorSpec>& specs, int k_per_4096) {
   packet::Packet p;
   for (const auto& s : specs) {
-    CRUCIBLE_ASSIGN_OR_RETURN(kernels::BlockLayout layout, kernels::layout_for(s.shape));
+    CRUCIBLE_ASSIGN_OR_RETURN(kernels::BlockLayout layout, kernels::layout_for(s.shape, k_per_4096));
     packet::Tensor t;
     t.name = s.name;
     t.shape = s.shape;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -48,6 +49,28 @@ TEST(ErrorFeedback, RepeatedStepsSendTheResidualLater) {
   double norm2 = 0;
   for (float x : ef) norm2 += double(x) * x;
   EXPECT_LT(norm2, norm1);  // the buffer drains
+}
+
+TEST(ErrorFeedback, AnotherDensityKeepsThatManyLargestValuesPerBlock) {
+  // k per 4,096 other than the protocol's (bench/convergence measures 32,
+  // 128): a 64 x 64 block keeps exactly k values, the k largest of beta e + d.
+  std::int64_t shape[] = {64, 64};
+  for (int k : {32, 128, 512}) {
+    std::vector<float> ef(4096, 0.0f), delta = noise(4096, 5);
+    auto c = error_feedback_step(ef, delta, shape, 0.9f, 1, k);
+    ASSERT_TRUE(c.is_ok()) << c.status();
+    EXPECT_EQ(c->layout.k, k);
+    ASSERT_EQ(c->indices.size(), static_cast<std::size_t>(k));
+    std::vector<float> magnitude(4096);
+    for (std::size_t i = 0; i < 4096; ++i) magnitude[i] = std::fabs(delta[i]);
+    std::vector<float> sorted = magnitude;
+    std::nth_element(sorted.begin(), sorted.begin() + (4096 - k), sorted.end());
+    const float threshold = sorted[static_cast<std::size_t>(4096 - k)];  // the k-th largest
+    for (std::uint16_t at : c->indices) EXPECT_GE(magnitude[at], threshold) << "k " << k << " index " << at;
+  }
+  std::vector<float> ef(4096, 0.0f), delta = noise(4096, 6);
+  EXPECT_EQ(error_feedback_step(ef, delta, shape, 0.9f, 1, 1).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(error_feedback_step(ef, delta, shape, 0.9f, 1, 8192).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(ErrorFeedback, RefusesBadInput) {

@@ -178,8 +178,9 @@ Status encode(float* ef, const float* delta, float beta, const BlockLayout& l, s
 }  // namespace cpu
 
 Result<CompressedTensor> error_feedback_step(std::span<float> ef, std::span<const float> delta,
-                                             std::span<const std::int64_t> shape, float beta, int threads) {
-  return error_feedback_step(*cpu_backend(threads), ef, delta, shape, beta);
+                                             std::span<const std::int64_t> shape, float beta, int threads,
+                                             int k_per_4096) {
+  return error_feedback_step(*cpu_backend(threads), ef, delta, shape, beta, k_per_4096);
 }
 
 }  // namespace crucible::kernels

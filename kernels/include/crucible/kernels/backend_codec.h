@@ -26,8 +26,11 @@ Result<std::unique_ptr<Backend>> backend_for(std::string_view device, int thread
 
 // error_feedback_step, decompress and aggregate (error_feedback.h,
 // aggregate.h) on `backend`, with the same checks and the same bytes.
+// `k_per_4096` is the protocol's density (codec.h); other values are for
+// benches that measure the density's effect (bench/convergence).
 Result<CompressedTensor> error_feedback_step(Backend& backend, std::span<float> ef, std::span<const float> delta,
-                                             std::span<const std::int64_t> shape, float beta);
+                                             std::span<const std::int64_t> shape, float beta,
+                                             int k_per_4096 = kTopKPer4096);
 Status decompress(Backend& backend, const CompressedTensor& c, std::span<float> out);
 Status aggregate(Backend& backend, std::vector<PeerUpdate> peers, std::span<float> out);
 

@@ -28,6 +28,7 @@ Status decompress(const CompressedTensor& c, std::span<float> out, int threads =
 // refused before `ef` changes. `threads` <= 0: the hardware's count; the
 // result is the same bytes for every count.
 Result<CompressedTensor> error_feedback_step(std::span<float> ef, std::span<const float> delta,
-                                             std::span<const std::int64_t> shape, float beta, int threads = 0);
+                                             std::span<const std::int64_t> shape, float beta, int threads = 0,
+                                             int k_per_4096 = kTopKPer4096);
 
 }  // namespace crucible::kernels

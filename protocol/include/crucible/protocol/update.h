@@ -25,7 +25,9 @@ Result<std::vector<kernels::CompressedTensor>> decode_update(const packet::Packe
 // The exact size of a sealed packet for this model: every layout, and so
 // every payload, follows from the shapes (protocol.md §5). A validator
 // compares it with the object's size at HEAD before downloading anything.
-Result<std::uint64_t> expected_packet_bytes(const std::vector<TensorSpec>& specs);
+// `k_per_4096`: the protocol's density unless a bench measures another.
+Result<std::uint64_t> expected_packet_bytes(const std::vector<TensorSpec>& specs,
+                                            int k_per_4096 = kernels::kTopKPer4096);
 
 struct PeerTensors {
   std::uint16_t uid = 0;
