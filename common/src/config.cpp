@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -430,17 +432,82 @@ Result<Value> parse_text(ValueType type, std::string_view text) {
   return internal_error("unknown value type");
 }
 
+namespace {
+
+constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
+
+// TOML allows characters beyond ASCII only inside strings and comments.
+// Refused here, before toml++ sees them: toml++ 3.3 (Debian's) reaches
+// __builtin_unreachable (undefined behaviour) classifying some of them as
+// whitespace (e.g. U+00E9 or U+FEF9 in a table header; found by
+// tests/fuzz/config_fuzz.cpp).
+Status check_non_ascii_placement(std::string_view text, const std::string& path) {
+  std::size_t line = 1, column = 1;
+  std::string_view quote;  // the open string's delimiter, empty outside one
+  bool comment = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    const std::string_view rest = text.substr(i);
+    if (c == '\n') {
+      ++line;
+      column = 1;
+      comment = false;
+      if (quote == "\"" || quote == "'") quote = {};  // unterminated: toml++ reports it
+      continue;
+    }
+    ++column;
+    if (comment) continue;
+    if (!quote.empty()) {
+      if ((quote == "\"" || quote == "\"\"\"") && c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
+        ++i;  // an escape: the next character is the string's
+        ++column;
+      } else if (rest.starts_with(quote)) {
+        i += quote.size() - 1;
+        quote = {};
+      }
+      continue;
+    }
+    if (c == '#') {
+      comment = true;
+    } else if (c == '"' || c == '\'') {
+      const std::string_view triple = c == '"' ? "\"\"\"" : "'''";
+      quote = rest.starts_with(triple) ? triple : rest.substr(0, 1);
+      i += quote.size() - 1;
+    } else if (static_cast<unsigned char>(c) >= 0x80) {
+      return invalid_argument(
+          "{} line {} column {}: TOML syntax error: a character beyond ASCII outside a string or comment", path, line,
+          column - 1);
+    }
+  }
+  return Status::ok();
+}
+
+// The file's text, at most kMaxConfigBytes, checked as above.
+Result<std::string> read_config_text(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    return not_found("config file '{}' does not exist or is not a regular file", path);
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) return not_found("config file '{}': {}", path, ec.message());
+  if (size > kMaxConfigBytes) return invalid_argument("config file '{}' is over {} bytes", path, kMaxConfigBytes);
+  std::ifstream in(path, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in.good() && !in.eof()) return not_found("config file '{}' could not be read", path);
+  CRUCIBLE_RETURN_IF_ERROR(check_non_ascii_placement(text, path));
+  return text;
+}
+
+}  // namespace
+
 Status load(const Schema& schema, const LoadInputs& inputs, Origins* origins) {
   Problems problems;
 
   for (const std::string& path : inputs.files) {
-    std::error_code ec;
-    if (!std::filesystem::is_regular_file(path, ec)) {
-      return not_found("config file '{}' does not exist or is not a regular file", path);
-    }
+    CRUCIBLE_ASSIGN_OR_RETURN(std::string text, read_config_text(path));
     toml::table table;
     try {
-      table = toml::parse_file(path);
+      table = toml::parse(text, path);
     } catch (const toml::parse_error& e) {
       return invalid_argument("{} line {} column {}: TOML syntax error: {}", path, e.source().begin.line,
                               e.source().begin.column, e.description());
