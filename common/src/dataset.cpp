@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <optional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -181,13 +183,52 @@ Status write_manifest(const fs::path& dir, const DatasetInfo& info) {
   return files::write_file_atomic(dir / kManifestName, as_bytes(text));
 }
 
-Result<DatasetInfo> read_manifest(const fs::path& dir) {
-  CRUCIBLE_ASSIGN_OR_RETURN(Bytes bytes, files::read_file(dir / kManifestName, 16 << 20));
-  json j = json::parse(bytes.begin(), bytes.end(), nullptr, false);
-  auto bad = [&](std::string_view what) { return data_loss("{}: {}", (dir / kManifestName).string(), what); };
-  if (!j.is_object() || j.value("format", "") != "crucible-tokens-v1") return bad("not a crucible-tokens-v1 manifest");
+namespace {
+
+// A field that may be absent (then `fallback`) but, when present, must be a
+// string: json::value would throw on another type.
+std::optional<std::string> string_field(const json& j, const char* key, std::string fallback) {
+  if (!j.contains(key)) return fallback;
+  if (!j[key].is_string()) return std::nullopt;
+  return j[key].get<std::string>();
+}
+
+bool is_u32(const json& j, const char* key) {
+  return j.contains(key) && j[key].is_number_unsigned() && j[key].get<std::uint64_t>() <= 0xFFFFFFFFu;
+}
+
+Result<SplitInfo> parse_split(const json& sj, const std::function<Status(std::string_view)>& bad) {
+  SplitInfo s;
+  if (!sj.is_object() || !sj.contains("shards") || !sj["shards"].is_array()) return bad("a split lacks shards");
+  for (const json& sh : sj["shards"]) {
+    if (!sh.is_object() || !sh.contains("file") || !sh["file"].is_string() || !sh.contains("tokens") ||
+        !sh["tokens"].is_number_unsigned()) {
+      return bad("a shard entry lacks file or tokens");
+    }
+    auto sha = string_field(sh, "sha256", "");
+    if (!sha) return bad("a shard's sha256 is not a string");
+    ShardInfo info_sh{sh["file"].get<std::string>(), sh["tokens"].get<std::uint64_t>(), *sha};
+    if (info_sh.file.empty() || info_sh.file.find('/') != std::string::npos || info_sh.file.starts_with("."))
+      return bad("shard file names must be plain");
+    if (info_sh.tokens > (std::uint64_t{1} << 48) - s.tokens) return bad("a split of more than 2^48 tokens");
+    s.tokens += info_sh.tokens;
+    s.shards.push_back(std::move(info_sh));
+  }
+  if (sj.contains("documents") && !sj["documents"].is_number_unsigned()) return bad("documents is not a count");
+  s.documents = sj.value("documents", std::uint64_t{0});
+  return s;
+}
+
+}  // namespace
+
+Result<DatasetInfo> parse_manifest(std::string_view text, std::string_view where) {
+  json j = json::parse(text.begin(), text.end(), nullptr, false);
+  auto bad = [&](std::string_view what) { return data_loss("{}: {}", where, what); };
+  if (!j.is_object() || string_field(j, "format", "") != "crucible-tokens-v1") {
+    return bad("not a crucible-tokens-v1 manifest");
+  }
   DatasetInfo info;
-  std::string dtype = j.value("dtype", "");
+  const auto dtype = string_field(j, "dtype", "");
   if (dtype == "uint16") {
     info.dtype = TokenType::kU16;
   } else if (dtype == "uint32") {
@@ -195,33 +236,26 @@ Result<DatasetInfo> read_manifest(const fs::path& dir) {
   } else {
     return bad("dtype must be uint16 or uint32");
   }
-  if (!j.contains("vocab_size") || !j["vocab_size"].is_number_unsigned() || !j.contains("eos_id") ||
-      !j["eos_id"].is_number_unsigned() || !j.contains("splits") || !j["splits"].is_object()) {
-    return bad("vocab_size, eos_id or splits missing");
+  if (!is_u32(j, "vocab_size") || !is_u32(j, "eos_id") || !j.contains("splits") || !j["splits"].is_object()) {
+    return bad("vocab_size, eos_id (counts below 2^32) or splits missing");
   }
   info.vocab_size = j["vocab_size"].get<std::uint32_t>();
   info.eos_id = j["eos_id"].get<std::uint32_t>();
-  info.tokenizer_sha256 = j.value("tokenizer_sha256", "");
-  info.source = j.value("source", "");
+  auto tokenizer_sha = string_field(j, "tokenizer_sha256", "");
+  auto source = string_field(j, "source", "");
+  if (!tokenizer_sha || !source) return bad("tokenizer_sha256 and source must be strings");
+  info.tokenizer_sha256 = *tokenizer_sha;
+  info.source = *source;
   for (auto it = j["splits"].begin(); it != j["splits"].end(); ++it) {
-    SplitInfo s;
-    const json& sj = it.value();
-    if (!sj.is_object() || !sj.contains("shards") || !sj["shards"].is_array()) return bad("a split lacks shards");
-    for (const json& sh : sj["shards"]) {
-      if (!sh.is_object() || !sh.contains("file") || !sh["file"].is_string() || !sh.contains("tokens") ||
-          !sh["tokens"].is_number_unsigned()) {
-        return bad("a shard entry lacks file or tokens");
-      }
-      ShardInfo info_sh{sh["file"].get<std::string>(), sh["tokens"].get<std::uint64_t>(), sh.value("sha256", "")};
-      if (info_sh.file.find('/') != std::string::npos || info_sh.file.starts_with("."))
-        return bad("shard file names must be plain");
-      s.tokens += info_sh.tokens;
-      s.shards.push_back(std::move(info_sh));
-    }
-    s.documents = sj.value("documents", std::uint64_t{0});
-    info.splits[it.key()] = std::move(s);
+    CRUCIBLE_ASSIGN_OR_RETURN(info.splits[it.key()], parse_split(it.value(), bad));
   }
   return info;
+}
+
+Result<DatasetInfo> read_manifest(const fs::path& dir) {
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes bytes, files::read_file(dir / kManifestName, 16 << 20));
+  return parse_manifest(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()),
+                        (dir / kManifestName).string());
 }
 
 // ---- reader ---------------------------------------------------------------------

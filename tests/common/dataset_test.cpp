@@ -3,6 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "crucible/common/sampler.h"
 #include "support/temp_dir.h"
@@ -87,6 +90,31 @@ TEST(Dataset, DigestIsOrderIndependentAndSensitiveToEachId) {
   EXPECT_EQ(a, sample_digest({1, 2, 3}));
   EXPECT_NE(a, sample_digest({1, 2, 4}));
   EXPECT_NE(a, sample_digest({1, 2}));
+}
+
+TEST(Dataset, AManifestOfWrongTypesIsDataLossNeverAnException) {
+  const std::string good =
+      R"({"format":"crucible-tokens-v1","dtype":"uint16","vocab_size":2048,"eos_id":0,"tokenizer_sha256":"ab",)"
+      R"("source":"brown","splits":{"train":{"documents":3,"shards":[{"file":"t.bin","tokens":100,"sha256":"cd"}]}}})";
+  auto ok = parse_manifest(good, "dataset.json");
+  ASSERT_TRUE(ok.is_ok()) << ok.status();
+  EXPECT_EQ(ok->splits.at("train").tokens, 100u);
+  // Each of these threw nlohmann's type_error out of read_manifest before.
+  for (const auto& [from, to] :
+       std::vector<std::pair<std::string, std::string>>{{R"("format":"crucible-tokens-v1")", R"("format":5)"},
+                                                        {R"("dtype":"uint16")", R"("dtype":[1])"},
+                                                        {R"("tokenizer_sha256":"ab")", R"("tokenizer_sha256":1)"},
+                                                        {R"("source":"brown")", R"("source":{})"},
+                                                        {R"("sha256":"cd")", R"("sha256":false)"},
+                                                        {R"("documents":3)", R"("documents":"3")"},
+                                                        {R"("vocab_size":2048)", R"("vocab_size":4294967296)"},
+                                                        {R"("file":"t.bin")", R"("file":"")"},
+                                                        {R"("tokens":100)", R"("tokens":18446744073709551615)"}}) {
+    std::string bad = good;
+    bad.replace(bad.find(from), from.size(), to);
+    auto r = parse_manifest(bad, "dataset.json");
+    EXPECT_EQ(r.status().code(), StatusCode::kDataLoss) << to;
+  }
 }
 
 TEST(Dataset, DetectsDamage) {

@@ -15,6 +15,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "crucible/common/model_config.h"
@@ -70,6 +71,9 @@ class ShardWriter {
 
 Status write_manifest(const std::filesystem::path& dir, const DatasetInfo& info);
 Result<DatasetInfo> read_manifest(const std::filesystem::path& dir);
+// The manifest's text; `where` names it in errors. data_loss for anything
+// but a well-formed crucible-tokens-v1 manifest (never an exception).
+Result<DatasetInfo> parse_manifest(std::string_view text, std::string_view where);
 
 // One split, memory-mapped read-only.
 class Dataset {
