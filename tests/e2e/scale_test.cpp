@@ -90,6 +90,8 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
       window_now() + 2 + static_cast<std::uint64_t>(std::ceil(1.5 * one * kWindows / blocks_per_window_));
   const std::uint64_t last = first + kWindows - 1;
   ASSERT_TRUE(swarm->prepare(first, last).is_ok());
+  std::fprintf(stderr, "ScaleTest: %d windows of 30 uids' updates prepared in %.0f s (one window %.1f s)\n", kWindows,
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), one);
   ASSERT_LT(window_now(), first) << "preparing took longer than planned (" << one << " s a window)";
   auto validator = start_validator("validator", fmt::format("start_window = {}\nend_window = {}", first, last + 1));
   while (window_now() + 1 < first) std::this_thread::sleep_for(std::chrono::milliseconds(500));
@@ -156,6 +158,9 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
   for (std::uint16_t u : honest_uids_) {
     const double evidence = nlohmann::json::parse(rating_json(**db, u))["evidence"].get<double>();
     EXPECT_GE(evidence, 0.5) << "training miner uid " << u << ": " << rating_json(**db, u);
+    // Printed for the record (the trust note above): weight and accumulated z.
+    std::fprintf(stderr, "ScaleTest: training miner uid %u: weight %llu, %s\n", u,
+                 static_cast<unsigned long long>(chain_weights.weights[u]), rating_json(**db, u).c_str());
   }
   for (auto* m : {a.get(), b.get()}) {
     m->signal(SIGTERM);
