@@ -15,25 +15,12 @@
 #include <memory>
 #include <optional>
 
-#include "crucible/chain/chain_options.h"
 #include "crucible/chain/keys.h"
-#include "crucible/common/model_config.h"
 #include "crucible/protocol/node_io.h"
-#include "crucible/protocol/options.h"
 #include "crucible/storage/state_store.h"
-#include "crucible/storage/storage_options.h"
-#include "crucible/validator/validator_options.h"
+#include "crucible/validator/node_options.h"
 
 namespace crucible::validator {
-
-struct ValidatorNodeOptions {
-  protocol::Options protocol;
-  chain::ChainOptions chain;
-  storage::StorageOptions storage;
-  model::ModelConfig model;
-  ValidatorOptions validator;
-  ApiOptions api;
-};
 
 class Observer;
 

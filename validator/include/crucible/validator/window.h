@@ -26,7 +26,7 @@
 #include "crucible/protocol/window_clock.h"
 #include "crucible/storage/state_store.h"
 #include "crucible/validator/gauntlet.h"
-#include "crucible/validator/node.h"
+#include "crucible/validator/node_options.h"
 #include "crucible/validator/observer.h"
 #include "crucible/validator/similarity.h"
 #include "crucible/validator/state.h"
