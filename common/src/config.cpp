@@ -436,10 +436,12 @@ namespace {
 
 constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
 
-// TOML allows characters beyond ASCII only inside strings and comments.
-// Refused here, before toml++ sees them: toml++ 3.3 (Debian's) reaches
-// __builtin_unreachable (undefined behaviour) classifying some of them as
-// whitespace (e.g. U+00E9 or U+FEF9 in a table header; found by
+// TOML allows characters beyond ASCII only inside strings and comments,
+// and control characters (but tab) nowhere. Both are refused here, before
+// toml++ sees them: toml++ 3.3 (Debian's) reaches __builtin_unreachable
+// (undefined behaviour) classifying most non-ASCII characters as whitespace
+// or not (e.g. U+00E9 or U+FEF9 in a table header; a NUL that makes it scan
+// a bad value on into a string's characters; found by
 // tests/fuzz/config_fuzz.cpp).
 Status check_non_ascii_placement(std::string_view text, const std::string& path) {
   std::size_t line = 1, column = 1;
@@ -456,6 +458,11 @@ Status check_non_ascii_placement(std::string_view text, const std::string& path)
       continue;
     }
     ++column;
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\t' && c != '\r') || u == 0x7f) {
+      return invalid_argument("{} line {} column {}: TOML syntax error: control character 0x{:02x}", path, line,
+                              column - 1, u);
+    }
     if (comment) continue;
     if (!quote.empty()) {
       if ((quote == "\"" || quote == "\"\"\"") && c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {

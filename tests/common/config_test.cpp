@@ -90,6 +90,11 @@ TEST_F(Fixture, CharactersBeyondAsciiAreTakenInStringsAndCommentsOnly) {
   }
   s = load_file("[node]\n\nname\u00e9 = 1\n");
   EXPECT_THAT(s.message(), HasSubstr("line 3 column 5"));
+  // Control characters (but tab) nowhere, strings included.
+  s = load_file(std::string("[node]\nname = \"a\0b\"\n", 18));
+  EXPECT_THAT(s.message(), HasSubstr("line 2 column 10: TOML syntax error: control character 0x00"));
+  s = load_file("[node]\t# a tab is fine\r\nname = \"x\"\r\n");
+  EXPECT_TRUE(s.is_ok()) << s;
 }
 
 TEST_F(Fixture, AnOversizedFileIsRefusedUnread) {
