@@ -439,8 +439,8 @@ constexpr std::uintmax_t kMaxConfigBytes = 1 << 20;
 // TOML allows characters beyond ASCII only inside strings and comments,
 // and control characters (but tab) nowhere. Both are refused here, before
 // toml++ sees them: toml++ 3.3 (Debian's) reaches __builtin_unreachable
-// (undefined behaviour) classifying most non-ASCII characters as whitespace
-// or not (e.g. U+00E9 or U+FEF9 in a table header; a NUL that makes it scan
+// (undefined behaviour) classifying some non-ASCII characters as whitespace
+// or not (e.g. U+FEF9 in a table header; a NUL that makes it scan
 // a bad value on into a string's characters; found by
 // tests/fuzz/config_fuzz.cpp).
 Status check_non_ascii_placement(std::string_view text, const std::string& path) {
