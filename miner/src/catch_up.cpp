@@ -24,7 +24,7 @@ Result<std::vector<std::uint64_t>> MinerNode::Impl::published_after(storage::Obj
 }
 
 Status MinerNode::Impl::catch_up(std::optional<std::uint64_t> wait_for, const std::atomic<bool>& stop) {
-  auto metagraph = retry_transient("metagraph", stop, [&] { return chain().metagraph(o.chain.netuid); });
+  auto metagraph = retry_transient("metagraph", *io.clock, stop, [&] { return chain().metagraph(o.chain.netuid); });
   if (!metagraph.is_ok()) return metagraph.status();
   auto lead_uid = protocol::lead_validator(*metagraph);
   if (!lead_uid) {

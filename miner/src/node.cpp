@@ -20,7 +20,7 @@ Status MinerNode::Impl::commit() {
 }
 
 Result<std::uint64_t> MinerNode::Impl::block_number(const std::atomic<bool>& stop) {
-  return retry_transient("block number", stop, [&] { return chain().block_number(); });
+  return retry_transient("block number", *io.clock, stop, [&] { return chain().block_number(); });
 }
 
 namespace {

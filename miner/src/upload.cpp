@@ -22,7 +22,7 @@ Status MinerNode::Impl::upload(const Trained& t, const std::atomic<bool>& stop) 
     if (head >= slot_block) break;
     if (!io.clock->sleep(kPoll, stop)) return aborted("stopped before the upload slot of window {}", w);
   }
-  auto header = retry_transient("block header", stop, [&] { return chain().block(slot_block); });
+  auto header = retry_transient("block header", *io.clock, stop, [&] { return chain().block(slot_block); });
   if (!header.is_ok()) return header.status();
   const protocol::UploadSlot slot = clock.slot(header->timestamp);
   if (!slot.open_for_upload(io.clock->unix_seconds())) {

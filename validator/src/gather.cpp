@@ -192,15 +192,15 @@ Result<std::vector<kernels::CompressedTensor>> spooled_update(std::uint64_t w, s
 namespace {
 
 // Runs check(i) for i in [0, n) on `parallel` threads; an item not started
-// before `deadline` gets late(i) instead.
+// before `deadline` (the node's clock, Unix seconds) gets late(i) instead.
 template <typename Check, typename Late>
-std::vector<Upload> run_bounded(std::size_t n, std::size_t parallel, std::chrono::steady_clock::time_point deadline,
-                                Check&& check, Late&& late) {
+std::vector<Upload> run_bounded(std::size_t n, std::size_t parallel, Clock& clock, double deadline, Check&& check,
+                                Late&& late) {
   std::vector<Upload> out(n);
   std::atomic<std::size_t> next{0};
   auto worker = [&] {
     for (std::size_t i = next++; i < n; i = next++) {
-      out[i] = std::chrono::steady_clock::now() < deadline ? check(i) : late(i);
+      out[i] = clock.unix_seconds() < deadline ? check(i) : late(i);
     }
   };
   std::vector<std::thread> threads;
@@ -214,9 +214,10 @@ std::vector<Upload> run_bounded(std::size_t n, std::size_t parallel, std::chrono
 Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
                                    std::map<std::uint16_t, std::uint64_t>& cooldown_until, const Observer& observer,
                                    WindowContext& cx) {
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(static_cast<std::int64_t>(cx.o.validator.gather_deadline_s * 1000));
-  auto header = retry_transient("block header", cx.stop, [&] { return cx.chain().block(cx.clock.slot_block(w)); });
+  Clock& time = *cx.io.clock;
+  const double deadline = time.unix_seconds() + cx.o.validator.gather_deadline_s;
+  auto header =
+      retry_transient("block header", time, cx.stop, [&] { return cx.chain().block(cx.clock.slot_block(w)); });
   if (!header.is_ok()) return header.status();
   const protocol::UploadSlot slot = cx.clock.slot(header->timestamp);
   CRUCIBLE_ASSIGN_OR_RETURN(const std::uint64_t packet_bytes, protocol::expected_packet_bytes(cx.replica.specs()));
@@ -244,7 +245,7 @@ Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
     work.emplace_back(&n, *peer);
   }
   auto checked = run_bounded(
-      work.size(), std::max<std::size_t>(1, cx.o.validator.fetch_parallelism), deadline,
+      work.size(), std::max<std::size_t>(1, cx.o.validator.fetch_parallelism), time, deadline,
       [&](std::size_t j) {
         const std::uint16_t uid = work[j].first->uid;
         return check_upload(uid, work[j].first->hotkey, w, slot, packet_bytes, observer.observed(uid, w),

@@ -342,7 +342,7 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
   double last_look = 0;                                            // when the observer's stores were last looked up
   std::optional<std::uint64_t> scheduled_at;                       // the head the observer's schedule was made at
   while (!stop.load()) {
-    auto head = retry_transient("block number", stop, [&] { return m.io.chain->block_number(); });
+    auto head = retry_transient("block number", *m.io.clock, stop, [&] { return m.io.chain->block_number(); });
     if (!head.is_ok()) {
       if (stop.load()) break;
       log::error("cannot read the chain's head; retrying", {{"error", head.status().to_string()}});
@@ -382,7 +382,8 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
       m.io.clock->sleep(2 * kPoll, stop);
       continue;
     }
-    auto header = retry_transient("block header", stop, [&] { return m.io.chain->block(m.clock.slot_block(next)); });
+    auto header =
+        retry_transient("block header", *m.io.clock, stop, [&] { return m.io.chain->block(m.clock.slot_block(next)); });
     if (!header.is_ok()) continue;
     if (!m.clock.slot(header->timestamp).revealed(m.io.clock->unix_seconds())) {
       m.io.clock->sleep(kPoll, stop);

@@ -92,8 +92,8 @@ Result<std::vector<WeightsLogEntry>> unrevealed(storage::StateStore& db) {
 }
 
 Status reveal_due(std::vector<WeightsLogEntry> commits, const chain::SubnetParams& sp, WindowContext& cx) {
-  auto current =
-      retry_transient("subnet epoch", cx.stop, [&] { return cx.chain().subnet_epoch(cx.o.chain.netuid, {}); });
+  auto current = retry_transient("subnet epoch", *cx.io.clock, cx.stop,
+                                 [&] { return cx.chain().subnet_epoch(cx.o.chain.netuid, {}); });
   if (!current.is_ok()) return current.status();
   for (WeightsLogEntry& e : commits) {
     // The reveal period as the chain reads it now (weights.rs
@@ -299,7 +299,8 @@ Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowConte
   CRUCIBLE_ASSIGN_OR_RETURN(auto commits, unrevealed(cx.db));
   // A window that neither posts nor has a commit to reveal asks the chain nothing.
   if (!posting && commits.empty()) return Status::ok();
-  auto sp = retry_transient("subnet params", cx.stop, [&] { return cx.chain().subnet_params(cx.o.chain.netuid); });
+  auto sp = retry_transient("subnet params", *cx.io.clock, cx.stop,
+                            [&] { return cx.chain().subnet_params(cx.o.chain.netuid); });
   if (!sp.is_ok()) return sp.status();
   if (sp->commit_reveal && !commits.empty()) CRUCIBLE_RETURN_IF_ERROR(reveal_due(std::move(commits), *sp, cx));
   if (!posting) return Status::ok();
@@ -309,7 +310,8 @@ Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowConte
   if (logged && logged->phase != WeightsPhase::kPending && logged->phase != WeightsPhase::kCommitting) {
     return Status::ok();  // done (or failed) already
   }
-  auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
+  auto mg =
+      retry_transient("metagraph", *cx.io.clock, cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
   if (!mg.is_ok()) return mg.status();
   if (cx.uid >= mg->neurons.size()) return failed_precondition("uid {} is no longer in the metagraph", cx.uid);
   const chain::Neuron& me = mg->neurons[cx.uid];
@@ -323,7 +325,7 @@ Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowConte
       return put_log(*logged, cx.db);
     }
   }
-  auto head = retry_transient("block number", cx.stop, [&] { return cx.chain().block_number(); });
+  auto head = retry_transient("block number", *cx.io.clock, cx.stop, [&] { return cx.chain().block_number(); });
   if (!head.is_ok()) return head.status();
   if (!may_post(me, *head, *sp)) return Status::ok();
   auto [uids, values] = weights_to_post(st, cx);

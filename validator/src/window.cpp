@@ -62,7 +62,8 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
     }
   } cleanup{spool};
   StepClock steps;
-  auto mg = retry_transient("metagraph", cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
+  auto mg =
+      retry_transient("metagraph", *cx.io.clock, cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
   if (!mg.is_ok()) return mg.status();
   forget_previous_owners(*mg, st);
   steps.done("metagraph");

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <thread>
 
+#include "crucible/common/clock.h"
 #include "crucible/common/log.h"
 #include "crucible/common/status.h"
 
@@ -39,11 +40,13 @@ struct RetryOptions {
 };
 
 // Retries f() while it fails with a transient error, until the deadline.
+// Time is the node's `clock` (protocol::NodeIo::clock): its wall time for
+// the deadline and its sleeps between attempts, so that a test on a clock
+// of its own retries without waiting in real time.
 template <typename F>
-auto retry_transient(std::string_view what, const std::atomic<bool>& stop, F&& f, const RetryOptions& o = {})
-    -> decltype(f()) {
-  using SteadyClock = std::chrono::steady_clock;
-  const auto deadline = SteadyClock::now() + o.deadline;
+auto retry_transient(std::string_view what, Clock& clock, const std::atomic<bool>& stop, F&& f,
+                     const RetryOptions& o = {}) -> decltype(f()) {
+  const double deadline = clock.unix_seconds() + std::chrono::duration<double>(o.deadline).count();
   thread_local std::minstd_rand rng{std::random_device{}()};
   std::uniform_real_distribution<double> spread(1.0 - o.jitter, 1.0 + o.jitter);
   auto delay = o.initial;
@@ -52,12 +55,12 @@ auto retry_transient(std::string_view what, const std::atomic<bool>& stop, F&& f
     if (r.is_ok() || stop.load() || !r.status().is_transient()) return r;
     const auto wait =
         std::chrono::milliseconds(static_cast<std::int64_t>(static_cast<double>(delay.count()) * spread(rng)));
-    if (SteadyClock::now() + wait > deadline) {
+    if (clock.unix_seconds() + std::chrono::duration<double>(wait).count() > deadline) {
       log::warn("giving up after retries", {{"what", what}, {"attempts", attempt}, {"error", r.status().to_string()}});
       return r;
     }
     log::warn("retrying", {{"what", what}, {"attempt", attempt}, {"error", r.status().to_string()}});
-    if (!sleep_unless_stopped(wait, stop)) return r;
+    if (!clock.sleep(wait, stop)) return r;
     delay = std::min(delay * 2, o.max_delay);
   }
 }
