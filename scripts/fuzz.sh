@@ -10,7 +10,7 @@ SECONDS_EACH=${1:-600}
 shift || true
 TARGETS=("$@")
 ((${#TARGETS[@]})) || TARGETS=(packet_fuzz peer_json_fuzz location_fuzz safetensors_fuzz manifest_fuzz tokenizer_fuzz config_fuzz
-  abi_rlp_fuzz)
+  abi_rlp_fuzz sketch_fuzz)
 rc=0
 for t in "${TARGETS[@]}"; do
   bin=build/bin/$t
