@@ -692,8 +692,9 @@ std::string loss_svg(const std::vector<Series>& series, const std::string& title
     const double y = y_min + (y_max - y_min) * i / 5, x = x_max * i / 5;
     svg += fmt::format(R"(<text x="{}" y="{:.1f}" font-size="11" text-anchor="end">{:.2f}</text>)", kLeft - 6,
                        py(y) + 4, y);
-    svg += fmt::format(R"(<text x="{:.1f}" y="{}" font-size="11" text-anchor="middle">{:.2g}</text>)", px(x),
-                       kBottom + 16, x);
+    const std::string tokens = x_max >= 1e6 ? fmt::format("{:.1f}M", x / 1e6) : fmt::format("{:.0f}K", x / 1e3);
+    svg += fmt::format(R"(<text x="{:.1f}" y="{}" font-size="11" text-anchor="middle">{}</text>)", px(x), kBottom + 16,
+                       tokens);
   }
   svg += fmt::format(R"(<text x="{}" y="{}" font-size="12" text-anchor="middle">tokens</text>)", (kLeft + kRight) / 2,
                      kBottom + 36);
