@@ -76,14 +76,23 @@ Result<std::optional<std::pair<fs::path, MinerState>>> StateDir::load(const std:
   fs::path g = dir_ / gen;
   CRUCIBLE_ASSIGN_OR_RETURN(Bytes text, files::read_file(g / "state.json", 1 << 20));
   json j = json::parse(text.begin(), text.end(), nullptr, false);
-  if (!j.is_object() || j.value("v", 0) != 1) return data_loss("{}: not a v1 miner state", (g / "state.json").string());
+  if (!j.is_object() || !j.contains("v") || j["v"] != 1) {
+    return data_loss("{}: not a v1 miner state", (g / "state.json").string());
+  }
   MinerState s;
   CRUCIBLE_ASSIGN_OR_RETURN(s.trained_window, read_opt(j, "trained_window"));
   CRUCIBLE_ASSIGN_OR_RETURN(s.uploaded_window, read_opt(j, "uploaded_window"));
   CRUCIBLE_ASSIGN_OR_RETURN(s.applied_window, read_opt(j, "applied_window"));
-  s.global_step = j.value("global_step", std::uint64_t{0});
-  s.inner_steps = j.value("inner_steps", std::uint64_t{0});
-  auto basis = from_hex_fixed<32>(j.value("basis", std::string()));
+  // Strict, as every record a node writes (docs/architecture.md): a missing
+  // or mistyped field is data_loss naming it, never a default.
+  for (const char* key : {"global_step", "inner_steps"}) {
+    if (!j.contains(key) || !j[key].is_number_unsigned())
+      return data_loss("state.json: {} is missing or not a count", key);
+  }
+  s.global_step = j["global_step"].get<std::uint64_t>();
+  s.inner_steps = j["inner_steps"].get<std::uint64_t>();
+  if (!j.contains("basis") || !j["basis"].is_string()) return data_loss("state.json: basis is missing or not hex");
+  auto basis = from_hex_fixed<32>(j["basis"].get<std::string>());
   if (!basis.is_ok()) return data_loss("state.json: bad basis");
   s.basis = *basis;
   CRUCIBLE_ASSIGN_OR_RETURN(safetensors::File ef, safetensors::read_file(g / "ef.safetensors"));

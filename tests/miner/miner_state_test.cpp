@@ -4,6 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "support/temp_dir.h"
 
 namespace crucible::miner {
@@ -56,6 +63,50 @@ TEST(StateDir, CommitsGenerationsAndLocks) {
   EXPECT_EQ(st.ef[0], (std::vector<float>{1, 2, 3, 4, 5, 6}));
   std::vector<TensorSpec> other{{"w", {3, 2}}};
   EXPECT_EQ(sd->load(other).status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(StateDir, AStateFileWithAFieldMissingOrMistypedIsDataLossNeverAnException) {
+  testing::TempDir dir;
+  std::vector<TensorSpec> specs{{"w", {2}}};
+  MinerState st;
+  st.global_step = 5;
+  st.basis = h(1);
+  st.ef = {{1, 2}};
+  {
+    auto sd = StateDir::open(dir.path() / "s");
+    ASSERT_TRUE(sd.is_ok());
+    ASSERT_TRUE(sd->commit(st, specs, [](const std::filesystem::path&) { return Status::ok(); }).is_ok());
+  }
+  const auto gen = dir.path() / "s" / "gen-0" / "state.json";
+  ASSERT_TRUE(std::filesystem::exists(gen));
+  auto whole = nlohmann::json::parse(std::ifstream(gen));
+  for (const auto& [key, bad] : std::vector<std::pair<std::string, nlohmann::json>>{{"v", "1"},
+                                                                                    {"global_step", "5"},
+                                                                                    {"global_step", nullptr},
+                                                                                    {"inner_steps", -1},
+                                                                                    {"basis", 7},
+                                                                                    {"trained_window", "x"}}) {
+    for (bool erase : {false, true}) {
+      nlohmann::json j = whole;
+      if (erase) {
+        if (key == "trained_window") continue;  // optional: absent is "none yet"
+        j.erase(key);
+      } else {
+        j[key] = bad;
+      }
+      std::ofstream(gen, std::ios::trunc) << j.dump();
+      auto sd = StateDir::open(dir.path() / "s");
+      ASSERT_TRUE(sd.is_ok());
+      auto loaded = sd->load(specs);
+      EXPECT_EQ(loaded.status().code(), StatusCode::kDataLoss) << key << (erase ? " erased" : " = " + bad.dump());
+    }
+  }
+  std::ofstream(gen, std::ios::trunc) << whole.dump();
+  auto sd = StateDir::open(dir.path() / "s");
+  ASSERT_TRUE(sd.is_ok());
+  auto loaded = sd->load(specs);
+  ASSERT_TRUE(loaded.is_ok() && loaded->has_value()) << loaded.status();
+  EXPECT_EQ((*loaded)->second.global_step, 5u);
 }
 
 }  // namespace
