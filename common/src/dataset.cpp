@@ -16,6 +16,7 @@
 
 #include "crucible/common/bytes.h"
 #include "crucible/common/file_io.h"
+#include "crucible/common/json_fields.h"
 #include "crucible/common/sampler.h"
 #include "crucible/common/sha256.h"
 
@@ -185,37 +186,23 @@ Status write_manifest(const fs::path& dir, const DatasetInfo& info) {
 
 namespace {
 
-// A field that may be absent (then `fallback`) but, when present, must be a
-// string: json::value would throw on another type.
-std::optional<std::string> string_field(const json& j, const char* key, std::string fallback) {
-  if (!j.contains(key)) return fallback;
-  if (!j[key].is_string()) return std::nullopt;
-  return j[key].get<std::string>();
-}
-
-bool is_u32(const json& j, const char* key) {
-  return j.contains(key) && j[key].is_number_unsigned() && j[key].get<std::uint64_t>() <= 0xFFFFFFFFu;
-}
-
-Result<SplitInfo> parse_split(const json& sj, const std::function<Status(std::string_view)>& bad) {
+Result<SplitInfo> parse_split(const json& sj, std::string_view name, std::string_view where) {
   SplitInfo s;
-  if (!sj.is_object() || !sj.contains("shards") || !sj["shards"].is_array()) return bad("a split lacks shards");
+  JsonFields f(sj, fmt::format("{}: split '{}'", where, name));
+  if (f.ok() && !(sj.contains("shards") && sj["shards"].is_array())) f.check(false, "shards", "is not a list");
+  if (!f.ok()) return f.status();
   for (const json& sh : sj["shards"]) {
-    if (!sh.is_object() || !sh.contains("file") || !sh["file"].is_string() || !sh.contains("tokens") ||
-        !sh["tokens"].is_number_unsigned()) {
-      return bad("a shard entry lacks file or tokens");
-    }
-    auto sha = string_field(sh, "sha256", "");
-    if (!sha) return bad("a shard's sha256 is not a string");
-    ShardInfo info_sh{sh["file"].get<std::string>(), sh["tokens"].get<std::uint64_t>(), *sha};
-    if (info_sh.file.empty() || info_sh.file.find('/') != std::string::npos || info_sh.file.starts_with("."))
-      return bad("shard file names must be plain");
-    if (info_sh.tokens > (std::uint64_t{1} << 48) - s.tokens) return bad("a split of more than 2^48 tokens");
+    JsonFields g(sh, fmt::format("{}: a shard of split '{}'", where, name));
+    ShardInfo info_sh{g.get<std::string>("file"), g.get<std::uint64_t>("tokens"), g.get_or<std::string>("sha256", "")};
+    g.check(!info_sh.file.empty() && info_sh.file.find('/') == std::string::npos && !info_sh.file.starts_with("."),
+            "file", "must be a plain file name");
+    g.check(info_sh.tokens <= (std::uint64_t{1} << 48) - s.tokens, "tokens", "make a split of more than 2^48 tokens");
+    if (!g.ok()) return g.status();
     s.tokens += info_sh.tokens;
     s.shards.push_back(std::move(info_sh));
   }
-  if (sj.contains("documents") && !sj["documents"].is_number_unsigned()) return bad("documents is not a count");
-  s.documents = sj.value("documents", std::uint64_t{0});
+  s.documents = f.get_or<std::uint64_t>("documents", 0);
+  if (!f.ok()) return f.status();
   return s;
 }
 
@@ -223,31 +210,27 @@ Result<SplitInfo> parse_split(const json& sj, const std::function<Status(std::st
 
 Result<DatasetInfo> parse_manifest(std::string_view text, std::string_view where) {
   json j = json::parse(text.begin(), text.end(), nullptr, false);
-  auto bad = [&](std::string_view what) { return data_loss("{}: {}", where, what); };
-  if (!j.is_object() || string_field(j, "format", "") != "crucible-tokens-v1") {
-    return bad("not a crucible-tokens-v1 manifest");
+  JsonFields f(j, std::string(where));
+  if (f.get<std::string>("format") != "crucible-tokens-v1") {
+    return f.ok() ? data_loss("{}: not a crucible-tokens-v1 manifest", where) : f.status();
   }
   DatasetInfo info;
-  const auto dtype = string_field(j, "dtype", "");
+  const auto dtype = f.get<std::string>("dtype");
   if (dtype == "uint16") {
     info.dtype = TokenType::kU16;
   } else if (dtype == "uint32") {
     info.dtype = TokenType::kU32;
   } else {
-    return bad("dtype must be uint16 or uint32");
+    f.check(false, "dtype", "must be uint16 or uint32");
   }
-  if (!is_u32(j, "vocab_size") || !is_u32(j, "eos_id") || !j.contains("splits") || !j["splits"].is_object()) {
-    return bad("vocab_size, eos_id (counts below 2^32) or splits missing");
-  }
-  info.vocab_size = j["vocab_size"].get<std::uint32_t>();
-  info.eos_id = j["eos_id"].get<std::uint32_t>();
-  auto tokenizer_sha = string_field(j, "tokenizer_sha256", "");
-  auto source = string_field(j, "source", "");
-  if (!tokenizer_sha || !source) return bad("tokenizer_sha256 and source must be strings");
-  info.tokenizer_sha256 = *tokenizer_sha;
-  info.source = *source;
+  info.vocab_size = f.get<std::uint32_t>("vocab_size");
+  info.eos_id = f.get<std::uint32_t>("eos_id");
+  info.tokenizer_sha256 = f.get_or<std::string>("tokenizer_sha256", "");
+  info.source = f.get_or<std::string>("source", "");
+  if (f.ok() && !(j.contains("splits") && j["splits"].is_object())) f.check(false, "splits", "is not an object");
+  if (!f.ok()) return f.status();
   for (auto it = j["splits"].begin(); it != j["splits"].end(); ++it) {
-    CRUCIBLE_ASSIGN_OR_RETURN(info.splits[it.key()], parse_split(it.value(), bad));
+    CRUCIBLE_ASSIGN_OR_RETURN(info.splits[it.key()], parse_split(it.value(), it.key(), where));
   }
   return info;
 }

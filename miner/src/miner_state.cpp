@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "crucible/common/file_io.h"
+#include "crucible/common/json_fields.h"
 #include "crucible/common/safetensors.h"
 
 namespace crucible::miner {
@@ -18,12 +19,6 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 json opt_window(const std::optional<std::uint64_t>& w) { return w ? json(*w) : json(nullptr); }
-
-Result<std::optional<std::uint64_t>> read_opt(const json& j, const char* key) {
-  if (!j.contains(key) || j[key].is_null()) return std::optional<std::uint64_t>();
-  if (!j[key].is_number_unsigned()) return data_loss("state.json: {} is not a window", key);
-  return std::optional<std::uint64_t>(j[key].get<std::uint64_t>());
-}
 
 }  // namespace
 
@@ -76,24 +71,20 @@ Result<std::optional<std::pair<fs::path, MinerState>>> StateDir::load(const std:
   fs::path g = dir_ / gen;
   CRUCIBLE_ASSIGN_OR_RETURN(Bytes text, files::read_file(g / "state.json", 1 << 20));
   json j = json::parse(text.begin(), text.end(), nullptr, false);
-  if (!j.is_object() || !j.contains("v") || j["v"] != 1) {
-    return data_loss("{}: not a v1 miner state", (g / "state.json").string());
-  }
-  MinerState s;
-  CRUCIBLE_ASSIGN_OR_RETURN(s.trained_window, read_opt(j, "trained_window"));
-  CRUCIBLE_ASSIGN_OR_RETURN(s.uploaded_window, read_opt(j, "uploaded_window"));
-  CRUCIBLE_ASSIGN_OR_RETURN(s.applied_window, read_opt(j, "applied_window"));
   // Strict, as every record a node writes (docs/architecture.md): a missing
   // or mistyped field is data_loss naming it, never a default.
-  for (const char* key : {"global_step", "inner_steps"}) {
-    if (!j.contains(key) || !j[key].is_number_unsigned())
-      return data_loss("state.json: {} is missing or not a count", key);
-  }
-  s.global_step = j["global_step"].get<std::uint64_t>();
-  s.inner_steps = j["inner_steps"].get<std::uint64_t>();
-  if (!j.contains("basis") || !j["basis"].is_string()) return data_loss("state.json: basis is missing or not hex");
-  auto basis = from_hex_fixed<32>(j["basis"].get<std::string>());
-  if (!basis.is_ok()) return data_loss("state.json: bad basis");
+  JsonFields f(j, (g / "state.json").string());
+  if (f.get<int>("v") != 1 && f.ok()) return data_loss("{}: not a v1 miner state", (g / "state.json").string());
+  MinerState s;
+  s.trained_window = f.opt<std::uint64_t>("trained_window");
+  s.uploaded_window = f.opt<std::uint64_t>("uploaded_window");
+  s.applied_window = f.opt<std::uint64_t>("applied_window");
+  s.global_step = f.get<std::uint64_t>("global_step");
+  s.inner_steps = f.get<std::uint64_t>("inner_steps");
+  const std::string basis_hex = f.get<std::string>("basis");
+  if (!f.ok()) return f.status();
+  auto basis = from_hex_fixed<32>(basis_hex);
+  if (!basis.is_ok()) return data_loss("{}: field 'basis' is not 32 bytes of hex", (g / "state.json").string());
   s.basis = *basis;
   CRUCIBLE_ASSIGN_OR_RETURN(safetensors::File ef, safetensors::read_file(g / "ef.safetensors"));
   for (const auto& spec : specs) {

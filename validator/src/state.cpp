@@ -4,6 +4,8 @@
 
 #include <charconv>
 
+#include "crucible/common/json_fields.h"
+
 namespace crucible::validator {
 
 using nlohmann::json;
@@ -52,42 +54,6 @@ json to_json(const MinerScore& s) {
 
 namespace {
 
-// Typed field access for records this node wrote: a missing field or one
-// of another type is data_loss naming it (never an exception).
-class Reader {
- public:
-  Reader(const json& j, std::string_view what) : j_(j), what_(what) {}
-  bool ok() const { return error_.empty(); }
-  Status status() const { return data_loss("{}: {}", what_, error_); }
-  bool has(const char* k) const { return j_.is_object() && j_.contains(k) && !j_[k].is_null(); }
-
-  template <typename T>
-  T get(const char* k) {
-    if (!ok()) return T{};
-    if (!has(k)) return fail<T>(k, "missing");
-    try {
-      return j_[k].get<T>();
-    } catch (const json::exception&) {
-      return fail<T>(k, "of the wrong type");
-    }
-  }
-  template <typename T>
-  std::optional<T> opt(const char* k) {
-    if (!has(k)) return std::nullopt;
-    return get<T>(k);
-  }
-
- private:
-  template <typename T>
-  T fail(const char* k, const char* why) {
-    error_ = fmt::format("field '{}' is {}", k, why);
-    return T{};
-  }
-  const json& j_;
-  std::string_view what_;
-  std::string error_;
-};
-
 template <typename T>
 json opt_json(const std::optional<T>& v) {
   return v ? json(*v) : json(nullptr);
@@ -96,7 +62,7 @@ json opt_json(const std::optional<T>& v) {
 }  // namespace
 
 Result<MinerScore> score_from_json(const json& j) {
-  Reader r(j, "score record");
+  JsonFields r(j, "score record");
   MinerScore s;
   s.rating.mu = r.get<double>("mu");
   s.rating.sigma = r.get<double>("sigma");
@@ -131,7 +97,7 @@ json commit_json(const chain::WeightsCommit& c) {
 }
 
 Result<chain::WeightsCommit> commit_from_json(const json& j) {
-  Reader r(j, "weights commit");
+  JsonFields r(j, "weights commit");
   chain::WeightsCommit c;
   c.netuid = r.get<std::uint16_t>("netuid");
   c.uids = r.get<std::vector<std::uint16_t>>("uids");
@@ -171,7 +137,7 @@ json to_json(const UidResult& r) {
 }
 
 Result<UidResult> uid_result_from_json(const json& j) {
-  Reader rd(j, "window result");
+  JsonFields rd(j, "window result");
   UidResult r;
   r.uid = rd.get<std::uint16_t>("uid");
   r.valid = rd.get<bool>("valid");
@@ -218,7 +184,7 @@ json to_json(const WindowSummary& s) {
 }
 
 Result<WindowSummary> window_summary_from_json(const json& j) {
-  Reader r(j, "window summary");
+  JsonFields r(j, "window summary");
   WindowSummary s;
   s.window = r.get<std::uint64_t>("window");
   s.lead = r.get<bool>("lead");
@@ -243,7 +209,7 @@ json to_json(const ProgressRecord& p) {
 }
 
 Result<ProgressRecord> progress_from_json(const json& j) {
-  Reader r(j, "progress record");
+  JsonFields r(j, "progress record");
   ProgressRecord p;
   p.window = r.get<std::uint64_t>("window");
   p.heldout_loss = r.opt<double>("heldout_loss");
@@ -288,7 +254,7 @@ json to_json(const WeightsLogEntry& e) {
 }
 
 Result<WeightsLogEntry> weights_entry_from_json(const json& j) {
-  Reader r(j, "weights log entry");
+  JsonFields r(j, "weights log entry");
   WeightsLogEntry e;
   e.epoch = r.get<std::uint64_t>("epoch");
   e.window = r.get<std::uint64_t>("window");
