@@ -77,7 +77,9 @@ double MinerNode::Impl::estimate_window_end(std::uint64_t w, const std::atomic<b
   auto now = chain().block(*head);
   auto before = chain().block(*head - span);
   if (!now.is_ok() || !before.is_ok() || span == 0) return 0;
-  const double spb = static_cast<double>(now->timestamp - before->timestamp) / static_cast<double>(span);
+  const double spb =
+      (static_cast<double>(now->timestamp) - static_cast<double>(before->timestamp)) / static_cast<double>(span);
+  if (!(spb > 0)) return 0;  // blocks of one timestamp (a chain mined in bursts): no rate to go by
   return static_cast<double>(now->timestamp) + spb * static_cast<double>(clock.blocks_left(w, *head));
 }
 
