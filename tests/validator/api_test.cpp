@@ -51,10 +51,16 @@ class ApiTest : public ::testing::Test {
     storage::StateStore::Batch batch;
     batch.put(storage::Family::kRatings, rating_key(1), bytes_of(to_json(a)));
     batch.put(storage::Family::kRatings, rating_key(2), bytes_of(to_json(b)));
-    batch.put(storage::Family::kWindowScores, window_summary_key(7),
-              bytes_of({{"evaluated", {1}}, {"aggregate", {1}}}));
-    batch.put(storage::Family::kWindowScores, window_uid_key(7, 1),
-              bytes_of({{"uid", 1}, {"valid", true}, {"loss_before_own", 5.0}}));
+    WindowSummary summary;
+    summary.window = 7;
+    summary.evaluated = {1};
+    summary.aggregate = std::vector<std::uint16_t>{1};
+    batch.put(storage::Family::kWindowScores, window_summary_key(7), bytes_of(to_json(summary)));
+    UidResult valid;
+    valid.uid = 1;
+    valid.valid = true;
+    valid.uploaded = true;
+    batch.put(storage::Family::kWindowScores, window_uid_key(7, 1), bytes_of(to_json(valid)));
     UidResult rejected;
     rejected.uid = 2;
     rejected.uploaded = true;
@@ -68,8 +74,14 @@ class ApiTest : public ::testing::Test {
     }
     ASSERT_TRUE(db_->commit_window(7, std::move(batch)).is_ok());
     storage::StateStore::Batch w;
-    w.put(storage::Family::kWeightsLog, epoch_key(3),
-          bytes_of({{"status", "confirmed"}, {"tx", "0xabc"}, {"uids", {1}}}));
+    WeightsLogEntry posted;
+    posted.epoch = 3;
+    posted.window = 7;
+    posted.uids = {1};
+    posted.values = {65535};
+    posted.phase = WeightsPhase::kConfirmed;
+    posted.tx = "0xabc";
+    w.put(storage::Family::kWeightsLog, epoch_key(3), bytes_of(to_json(posted)));
     ASSERT_TRUE(db_->commit(std::move(w)).is_ok());
     ApiOptions o;
     o.port = 0;  // any free port (the binary treats 0 as off; the server itself takes it)
@@ -154,6 +166,46 @@ TEST_F(ApiTest, ErrorsAreJsonWithTheRightStatus) {
   EXPECT_THAT(http_exchange(p, "NOT HTTP AT ALL\r\n\r\n"), HasSubstr("HTTP/1.1 400"));
   std::string huge = "GET /v1/scores HTTP/1.1\r\nHost: x\r\nX-Pad: " + std::string(20000, 'a') + "\r\n\r\n";
   EXPECT_THAT(http_exchange(p, huge), HasSubstr("HTTP/1.1 431"));
+}
+
+// The API reads every record through its strict decoder (state.h): a damaged
+// one is a 500 naming its key (it threw nlohmann's type_error out of the
+// handler, or served a partial record, before), and every other route still
+// answers.
+TEST_F(ApiTest, ADamagedRecordIsA500NamingItsKeyAndOtherRoutesStillAnswer) {
+  auto p = server_->port();
+  const std::vector<std::pair<std::string, std::string>> damaged{
+      {window_uid_key(7, 1), R"({"uid":1,"valid":"yes","uploaded":true,"final":0})"},
+      {window_summary_key(7), R"({"window":7,"lead":true})"},
+      {progress_key(7), R"([1,2])"},
+      {history_key(2, 7), R"({"uid":70000,"valid":false,"uploaded":true,"final":0})"}};
+  for (const auto& [key, text] : damaged) {
+    SCOPED_TRACE(key);
+    auto before = db_->get(storage::Family::kWindowScores, key);
+    ASSERT_TRUE(before.is_ok() && *before);
+    storage::StateStore::Batch b;
+    b.put(storage::Family::kWindowScores, key, Bytes(text.begin(), text.end()));
+    ASSERT_TRUE(db_->commit(std::move(b)).is_ok());
+    const std::string route = key.starts_with("u/")   ? "/v1/miners/2"
+                              : key.starts_with("w/") ? "/v1/windows/7"
+                                                      : "/v1/progress";
+    auto r = get(p, route);
+    EXPECT_THAT(r, HasSubstr("HTTP/1.1 500"));
+    EXPECT_THAT(json_of(r)["error"].get<std::string>(), HasSubstr(key));
+    if (key.starts_with("w/")) {
+      EXPECT_THAT(get(p, "/v1/windows"), HasSubstr("HTTP/1.1 500"));
+    }
+    EXPECT_THAT(get(p, "/v1/scores"), HasSubstr("HTTP/1.1 200"));  // the rest still answers
+    storage::StateStore::Batch restore;
+    restore.put(storage::Family::kWindowScores, key, **before);
+    ASSERT_TRUE(db_->commit(std::move(restore)).is_ok());
+    EXPECT_THAT(get(p, route), HasSubstr("HTTP/1.1 200"));
+  }
+  storage::StateStore::Batch w;
+  w.put(storage::Family::kWeightsLog, epoch_key(4), as_bytes(std::string_view(R"({"epoch":4,"status":"confirmed"})")));
+  ASSERT_TRUE(db_->commit(std::move(w)).is_ok());
+  EXPECT_THAT(get(p, "/v1/weights"), HasSubstr("HTTP/1.1 500"));
+  EXPECT_THAT(json_of(get(p, "/v1/weights/history"))["error"].get<std::string>(), HasSubstr(epoch_key(4)));
 }
 
 TEST_F(ApiTest, SlowClientsAreCutOffAndOthersStillServed) {

@@ -38,6 +38,16 @@ std::optional<Int> parse_int(std::string_view s) {
 
 json parse_value(const Bytes& b) { return json::parse(b.begin(), b.end(), nullptr, false); }
 
+// A stored record through its strict decoder (state.h) and back: the API
+// serves only what the typed record holds, and a damaged record is a 500
+// naming its key, never a partial answer or an exception out of a handler.
+template <typename Decode>
+auto typed(std::string_view key, const Bytes& v, Decode decode) -> decltype(decode(json())) {
+  auto r = decode(parse_value(v));
+  if (!r.is_ok()) return r.status().with_context(fmt::format("record {}", key));
+  return r;
+}
+
 // ?since=W&limit=N on the history routes: items from window W on, oldest
 // first, at most N (1..kMaxHistory); without since, the newest N.
 struct Page {
@@ -73,7 +83,7 @@ Result<Page> page_of(std::string_view query) {
 json paged(const std::vector<json>& items, const Page& p, json body, const char* name) {
   std::size_t first = 0;
   if (p.since) {
-    while (first < items.size() && items[first].value("window", std::uint64_t{0}) < *p.since) ++first;
+    while (first < items.size() && items[first]["window"].get<std::uint64_t>() < *p.since) ++first;
   } else if (items.size() > p.limit) {
     first = items.size() - p.limit;
   }
@@ -81,7 +91,7 @@ json paged(const std::vector<json>& items, const Page& p, json body, const char*
   json list = json::array();
   for (std::size_t i = first; i < end; ++i) list.push_back(items[i]);
   body[name] = std::move(list);
-  body["next"] = end < items.size() ? json(items[end].value("window", std::uint64_t{0})) : json(nullptr);
+  body["next"] = end < items.size() ? items[end]["window"] : json(nullptr);
   return body;
 }
 
@@ -91,9 +101,7 @@ Result<std::map<std::uint16_t, MinerScore>> all_scores(storage::StateStore& db) 
   for (const auto& [k, v] : rows) {
     auto uid = uid_of_rating_key(k);
     if (!uid) return data_loss("ratings: key '{}' is not uid/<uid>", k);
-    auto score = score_from_json(parse_value(v));
-    if (!score.is_ok()) return score.status().with_context(fmt::format("ratings {}", k));
-    out[*uid] = std::move(*score);
+    CRUCIBLE_ASSIGN_OR_RETURN(out[*uid], typed(k, v, score_from_json));
   }
   return out;
 }
@@ -134,9 +142,13 @@ ApiResponse miner(storage::StateStore& db, const ScoringParams& p, std::string_v
   if (!rows.is_ok()) return error(500, rows.status().to_string());
   std::vector<json> history;
   for (const auto& [k, v] : *rows) {
-    json r = parse_value(v);
-    r["window"] = parse_int<std::uint64_t>(std::string_view(k).substr(prefix.size())).value_or(0);
-    history.push_back(std::move(r));
+    auto w = parse_int<std::uint64_t>(std::string_view(k).substr(prefix.size()));
+    if (!w) return error(500, fmt::format("record {}: the key names no window", k));
+    auto r = typed(k, v, uid_result_from_json);
+    if (!r.is_ok()) return error(500, r.status().to_string());
+    json item = to_json(*r);
+    item["window"] = *w;
+    history.push_back(std::move(item));
   }
   return reply(200,
                paged(history, page, {{"uid", *uid}, {"score", score_json(*uid, (*s)[*uid], w[*uid], p)}}, "history"));
@@ -152,20 +164,29 @@ ApiResponse window(storage::StateStore& db, std::string_view arg) {
   json uids = json::array();
   json rejections = json::array();
   for (const auto& [k, v] : *rows) {
-    json r = parse_value(v);
     if (k.ends_with("summary")) {
-      body["summary"] = r;
-    } else {
-      if (r.contains("reason")) {
-        rejections.push_back({{"uid", r["uid"]}, {"reason", r["reason"]}, {"detail", r.value("detail", "")}});
-      }
-      uids.push_back(std::move(r));
+      auto summary = typed(k, v, window_summary_from_json);
+      if (!summary.is_ok()) return error(500, summary.status().to_string());
+      body["summary"] = to_json(*summary);
+      continue;
     }
+    auto r = typed(k, v, uid_result_from_json);
+    if (!r.is_ok()) return error(500, r.status().to_string());
+    if (r->rejection) {
+      rejections.push_back({{"uid", r->uid}, {"reason", protocol::name(*r->rejection)}, {"detail", r->detail}});
+    }
+    uids.push_back(to_json(*r));
   }
   body["uids"] = uids;
   body["rejections"] = rejections;
-  auto progress = db.get(storage::Family::kWindowScores, progress_key(*w));
-  if (progress.is_ok() && *progress) body["progress"] = parse_value(**progress);
+  const std::string pk = progress_key(*w);
+  auto progress = db.get(storage::Family::kWindowScores, pk);
+  if (!progress.is_ok()) return error(500, progress.status().to_string());
+  if (*progress) {
+    auto p = typed(pk, **progress, progress_from_json);
+    if (!p.is_ok()) return error(500, p.status().to_string());
+    body["progress"] = to_json(*p);
+  }
   return reply(200, body);
 }
 
@@ -189,18 +210,20 @@ ApiResponse windows_route(storage::StateStore& db, const Page& page) {
     item["lead"] = false;
     item["bytes_received"] = 0;
     for (const auto& [k, v] : *rows) {
-      json r = parse_value(v);
-      if (!r.is_object()) continue;
       if (k.ends_with("summary")) {
-        item["lead"] = r.value("lead", false);
-        item["bytes_received"] = r.value("bytes_received", std::uint64_t{0});
+        auto summary = typed(k, v, window_summary_from_json);
+        if (!summary.is_ok()) return error(500, summary.status().to_string());
+        item["lead"] = summary->lead;
+        item["bytes_received"] = summary->bytes_received;
         continue;
       }
+      auto r = typed(k, v, uid_result_from_json);
+      if (!r.is_ok()) return error(500, r.status().to_string());
       ++results;
-      if (r.value("uploaded", false)) ++uploaded;
-      if (r.value("valid", false)) ++valid;
-      if (r.contains("reason") && r["reason"].is_string()) {
-        const std::string reason = r["reason"].get<std::string>();
+      if (r->uploaded) ++uploaded;
+      if (r->valid) ++valid;
+      if (r->rejection) {
+        const std::string reason(protocol::name(*r->rejection));
         rejections[reason] = rejections.value(reason, 0) + 1;
       }
     }
@@ -212,17 +235,22 @@ ApiResponse windows_route(storage::StateStore& db, const Page& page) {
   return reply(200, body);
 }
 
-// The rows of `family` under `prefix`, oldest first.
-Result<std::vector<json>> rows_of(storage::StateStore& db, storage::Family family, std::string_view prefix) {
+// The records of `family` under `prefix`, oldest first, each through `decode`.
+template <typename Decode>
+Result<std::vector<json>> rows_of(storage::StateStore& db, storage::Family family, std::string_view prefix,
+                                  Decode decode) {
   CRUCIBLE_ASSIGN_OR_RETURN(auto rows, db.scan(family, prefix));
   std::vector<json> out;
-  for (const auto& [k, v] : rows) out.push_back(parse_value(v));
+  for (const auto& [k, v] : rows) {
+    CRUCIBLE_ASSIGN_OR_RETURN(auto r, typed(k, v, decode));
+    out.push_back(to_json(r));
+  }
   return out;
 }
 
 // The global model over windows: held-out loss, tokens aggregated, bytes received.
 ApiResponse progress_route(storage::StateStore& db, const Page& page) {
-  auto windows = rows_of(db, storage::Family::kWindowScores, kProgressPrefix);
+  auto windows = rows_of(db, storage::Family::kWindowScores, kProgressPrefix, progress_from_json);
   if (!windows.is_ok()) return error(500, windows.status().to_string());
   return reply(200, paged(*windows, page, json::object(), "windows"));
 }
@@ -231,12 +259,14 @@ ApiResponse weights_route(storage::StateStore& db) {
   auto rows = db.scan(storage::Family::kWeightsLog, "epoch/");
   if (!rows.is_ok()) return error(500, rows.status().to_string());
   if (rows->empty()) return error(404, "no weights posted yet");
-  return reply(200, parse_value(rows->back().second));
+  auto last = typed(rows->back().first, rows->back().second, weights_entry_from_json);
+  if (!last.is_ok()) return error(500, last.status().to_string());
+  return reply(200, to_json(*last));
 }
 
 // Every weights post, oldest first.
 ApiResponse weights_history_route(storage::StateStore& db, const Page& page) {
-  auto posts = rows_of(db, storage::Family::kWeightsLog, "epoch/");
+  auto posts = rows_of(db, storage::Family::kWeightsLog, "epoch/", weights_entry_from_json);
   if (!posts.is_ok()) return error(500, posts.status().to_string());
   return reply(200, paged(*posts, page, json::object(), "posts"));
 }
