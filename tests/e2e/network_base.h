@@ -139,6 +139,21 @@ peer_file_urls = true
 
   static std::uint16_t free_port() { return testing::free_port(); }
 
+  // Waits for the first block of a window and returns that window. Nodes
+  // started then, the validator with `start_window` = it, all begin with
+  // it: a miner takes a second or two to start, and one whose start crossed
+  // a window boundary began a window after the validator, which counted it
+  // "missing" in its first.
+  std::uint64_t window_just_begun(chain::EvmChain& reader) const {
+    for (;;) {
+      auto h = reader.block_number();
+      EXPECT_TRUE(h.is_ok()) << h.status();
+      if (!h.is_ok()) return 0;
+      if (*h % blocks_per_window_ == 0) return *h / blocks_per_window_;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
+
   std::vector<std::string> node_argv(const std::string& binary, const std::string& node_toml, const std::string& key) {
     std::string cmd =
         fmt::format("exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --config '{}' --key '{}' 2>&1",

@@ -34,16 +34,15 @@ class NetworkTest : public NetworkBase {
 TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
   auto reader = chain::EvmChain::connect(chain::to_evm_options(testing::chain_options(*chain_)), std::nullopt);
   ASSERT_TRUE(reader.is_ok());
-  auto validator = start_validator();
+  std::uint64_t w = window_just_begun(**reader);
+  auto validator =
+      start_validator("validator", fmt::format("max_windows = {}\nstart_window = {}", kValidatorWindows, w));
   auto a = start_miner(0);
   auto b = start_miner(1);
   auto honest_store = storage::LocalStore::open(dir_.path() / "honest0-store");
   ASSERT_TRUE(honest_store.is_ok());
 
   // Play the bad miners each window until the validator is done.
-  auto head = (*reader)->block_number();
-  ASSERT_TRUE(head.is_ok());
-  std::uint64_t w = *head / kBlocksPerWindow;
   bool validator_done = false;
   std::string validator_log;
   std::string miner_scrape, validator_scrape;  // each node's last /metrics
@@ -125,7 +124,11 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
         break;  // well-formed: it loses on the merits
     }
   }
-  for (std::uint16_t h : honest_uids_) EXPECT_EQ(reasons[h], "") << "honest uid " << h << "\n" << validator_log;
+  for (std::size_t i = 0; i < honest_uids_.size(); ++i) {
+    EXPECT_EQ(reasons[honest_uids_[i]], "") << "honest uid " << honest_uids_[i] << "\n"
+                                            << (i == 0 ? a : b)->read_until("never", 100) << "\nvalidator:\n"
+                                            << validator_log;
+  }
 
   // What each role exports is what docs/observability.md says it exports.
   const auto miner_families = testing::exported_families(miner_scrape);
