@@ -45,22 +45,50 @@ class StepClock {
   std::string text_;
 };
 
+// The window's spool folder (gather.cpp: valid packets wait on disk until
+// the window is done): whatever an earlier, interrupted window left there
+// goes first, and this window's goes when it ends, however it ends.
+class Spool {
+ public:
+  explicit Spool(std::filesystem::path dir) : dir_(std::move(dir)) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_.parent_path(), ec);
+  }
+  ~Spool() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+  Spool(const Spool&) = delete;
+  Spool& operator=(const Spool&) = delete;
+
+ private:
+  std::filesystem::path dir_;
+};
+
+// The "window done" line and the window's gauges.
+void report_window(std::uint64_t w, const std::vector<Upload>& uploads, const Evaluated& ev,
+                   const ProgressRecord& progress, double seconds, const StepClock& steps) {
+  std::size_t valid = 0;
+  for (const auto& u : uploads) valid += u.valid();
+  log::info("window done", {{"window", w},
+                            {"uploads_valid", valid},
+                            {"evaluated", ev.input.evaluations.size()},
+                            {"lead", ev.summary.lead},
+                            {"aggregated", progress.aggregate.size()},
+                            {"set", fmt::format("{}", fmt::join(progress.aggregate, ","))},
+                            {"heldout_loss", progress.heldout_loss ? *progress.heldout_loss : std::nan("")},
+                            {"bytes_received", progress.bytes_received},
+                            {"seconds", seconds},
+                            {"steps", steps.text()}});
+  metrics::global().set(metrics::Gauge::kWindow, static_cast<double>(w), {{"role", "validator"}});
+  metrics::global().observe(metrics::Histogram::kWindowDurationSeconds, seconds, {{"role", "validator"}});
+}
+
 }  // namespace
 
 Status process_window(std::uint64_t w, ValidatorState& st, const Observer& observer, WindowContext& cx) {
   const auto t0 = std::chrono::steady_clock::now();
-  // Valid packets wait on disk until the window is done (gather.cpp);
-  // whatever an earlier, interrupted window left there goes first.
-  const std::filesystem::path spool = spool_dir(cx, w);
-  std::error_code ec;
-  std::filesystem::remove_all(spool.parent_path(), ec);
-  struct Cleanup {
-    std::filesystem::path dir;
-    ~Cleanup() {
-      std::error_code e;
-      std::filesystem::remove_all(dir, e);
-    }
-  } cleanup{spool};
+  const Spool spool(spool_dir(cx, w));
   StepClock steps;
   auto mg =
       retry_transient("metagraph", *cx.io.clock, cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
@@ -111,21 +139,8 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
     log::error("weights", {{"error", s.to_string()}});
   }
   steps.done("weights");
-  std::size_t valid = 0;
-  for (const auto& u : uploads) valid += u.valid();
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  log::info("window done", {{"window", w},
-                            {"uploads_valid", valid},
-                            {"evaluated", ev.input.evaluations.size()},
-                            {"lead", set.has_value()},
-                            {"aggregated", progress.aggregate.size()},
-                            {"set", fmt::format("{}", fmt::join(progress.aggregate, ","))},
-                            {"heldout_loss", progress.heldout_loss ? *progress.heldout_loss : std::nan("")},
-                            {"bytes_received", progress.bytes_received},
-                            {"seconds", seconds},
-                            {"steps", steps.text()}});
-  metrics::global().set(metrics::Gauge::kWindow, static_cast<double>(w), {{"role", "validator"}});
-  metrics::global().observe(metrics::Histogram::kWindowDurationSeconds, seconds, {{"role", "validator"}});
+  report_window(w, uploads, ev, progress, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+                steps);
   return Status::ok();
 }
 
