@@ -181,10 +181,70 @@ struct ValidatorNode::Impl {
   }
   std::optional<std::uint64_t> last_permit_warning;
 
+  // This node's own observer, told only what changed: the windows from the
+  // next to process (at most kObservedBacklog back) to the one after the
+  // window under way, the stores of miners not yet resolved (again every
+  // kResolveRetryS), and the slots' times at each new head.
+  void feed_observer(Observer& own, std::uint64_t head, std::uint64_t next, std::uint64_t current);
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> watched;  // the windows the observer was last told
+  double last_look = 0;                                            // when the observer's stores were last looked up
+  std::optional<std::uint64_t> scheduled_at;                       // the head the observer's schedule was made at
+
+  // At start: scores, similarity history and the model as the state left
+  // them, the sets published since, and what the last window left undone
+  // (its progress mark, its weights post). The last committed window.
+  Result<std::optional<std::uint64_t>> resume(WindowContext& cx);
   Status restore_scores();
   Status restore_model(storage::ObjectStore& sets);
   Status replay_sets(storage::ObjectStore& sets, WindowContext& cx);
 };
+
+void ValidatorNode::Impl::feed_observer(Observer& own, std::uint64_t head, std::uint64_t next, std::uint64_t current) {
+  const std::uint64_t first_watched = std::min(std::max(next, current - std::min(current, kObservedBacklog)), current);
+  const auto range = std::pair(first_watched, current + 1);
+  if (watched != range) {
+    if (Status s = watch(own, range.first, range.second, current); s.is_ok()) {
+      watched = range;
+      last_look = io.clock->unix_seconds();
+    } else {
+      log::warn("observer: cannot read the metagraph; retrying", {{"error", s.to_string()}});
+    }
+  } else if (!unresolved.empty() && io.clock->unix_seconds() - last_look >= kResolveRetryS) {
+    resolve(own, range.first, range.second);
+    last_look = io.clock->unix_seconds();
+  }
+  if (watched == range && scheduled_at != head) {
+    schedule_slots(own, head, range.first, range.second);
+    scheduled_at = head;
+  }
+}
+
+static ObserverOptions observer_options(const ValidatorOptions& v) {
+  ObserverOptions oo;
+  oo.interval_s = v.observe_interval_s;
+  oo.max_latency_s = v.observe_max_latency_s;
+  oo.idle_interval_s = v.observe_idle_interval_s;
+  oo.parallelism = std::min<std::uint32_t>(v.fetch_parallelism, 16);
+  return oo;
+}
+
+Result<std::optional<std::uint64_t>> ValidatorNode::Impl::resume(WindowContext& cx) {
+  CRUCIBLE_RETURN_IF_ERROR(restore_scores());
+  CRUCIBLE_ASSIGN_OR_RETURN(st.history, restore_history(*db));
+  const std::shared_ptr<storage::ObjectStore> sets = sets_store();
+  CRUCIBLE_RETURN_IF_ERROR(restore_model(*sets));
+  CRUCIBLE_RETURN_IF_ERROR(replay_sets(*sets, cx));
+  CRUCIBLE_ASSIGN_OR_RETURN(auto last, db->last_committed_window());
+  if (last) {
+    CRUCIBLE_RETURN_IF_ERROR(complete_progress(*last, st, cx));
+    // A stop between the last window's record and its weights post: the
+    // post is made now, not lost (only if nothing was logged for its epoch).
+    if (Status s = post_missed_weights(*last, st, cx); !s.is_ok()) {
+      log::error("weights after a restart", {{"window", *last}, {"error", s.to_string()}});
+    }
+  }
+  return last;
+}
 
 // The private seed: from the key (or the configured secret), so nobody
 // else can predict the random data or the evaluation choice.
@@ -313,34 +373,13 @@ std::optional<std::uint64_t> ValidatorNode::model_window() const { return impl_-
 Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observed) {
   Impl& m = *impl_;
   WindowContext cx = m.context(stop);
-  CRUCIBLE_RETURN_IF_ERROR(m.restore_scores());
-  CRUCIBLE_ASSIGN_OR_RETURN(m.st.history, restore_history(*m.db));
-  const std::shared_ptr<storage::ObjectStore> sets = m.sets_store();
-  CRUCIBLE_RETURN_IF_ERROR(m.restore_model(*sets));
-  CRUCIBLE_RETURN_IF_ERROR(m.replay_sets(*sets, cx));
-  CRUCIBLE_ASSIGN_OR_RETURN(auto last, m.db->last_committed_window());
-  if (last) {
-    CRUCIBLE_RETURN_IF_ERROR(complete_progress(*last, m.st, cx));
-    // A stop between the last window's record and its weights post: the
-    // post is made now, not lost (only if nothing was logged for its epoch).
-    if (Status s = post_missed_weights(*last, m.st, cx); !s.is_ok()) {
-      log::error("weights after a restart", {{"window", *last}, {"error", s.to_string()}});
-    }
-  }
+  CRUCIBLE_ASSIGN_OR_RETURN(const auto last, m.resume(cx));
   bool started = last.has_value();
   std::uint64_t next = last ? *last + 1 : 0;
   std::uint32_t done = 0;
-  ObserverOptions oo;
-  oo.interval_s = m.o.validator.observe_interval_s;
-  oo.max_latency_s = m.o.validator.observe_max_latency_s;
-  oo.idle_interval_s = m.o.validator.observe_idle_interval_s;
-  oo.parallelism = std::min<std::uint32_t>(m.o.validator.fetch_parallelism, 16);
-  Observer own(oo, m.io.clock);
+  Observer own(observer_options(m.o.validator), m.io.clock);
   if (!observed) own.start();
   const Observer& observer = observed ? *observed : own;
-  std::optional<std::pair<std::uint64_t, std::uint64_t>> watched;  // the windows the observer was last told
-  double last_look = 0;                                            // when the observer's stores were last looked up
-  std::optional<std::uint64_t> scheduled_at;                       // the head the observer's schedule was made at
   while (!stop.load()) {
     auto head = retry_transient("block number", *m.io.clock, stop, [&] { return m.io.chain->block_number(); });
     if (!head.is_ok()) {
@@ -350,24 +389,7 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
       continue;
     }
     const std::uint64_t current = m.clock.window_of(*head);
-    const std::uint64_t first_watched =
-        std::min(std::max(next, current - std::min(current, kObservedBacklog)), current);
-    const auto range = std::pair(first_watched, current + 1);
-    if (!observed && watched != range) {
-      if (Status s = m.watch(own, range.first, range.second, current); s.is_ok()) {
-        watched = range;
-        last_look = m.io.clock->unix_seconds();
-      } else {
-        log::warn("observer: cannot read the metagraph; retrying", {{"error", s.to_string()}});
-      }
-    } else if (!observed && !m.unresolved.empty() && m.io.clock->unix_seconds() - last_look >= kResolveRetryS) {
-      m.resolve(own, range.first, range.second);
-      last_look = m.io.clock->unix_seconds();
-    }
-    if (!observed && watched == range && scheduled_at != *head) {
-      m.schedule_slots(own, *head, range.first, range.second);
-      scheduled_at = *head;
-    }
+    if (!observed) m.feed_observer(own, *head, next, current);
     if (!started) {  // a fresh validator starts with the window under way, or where configured
       CRUCIBLE_ASSIGN_OR_RETURN(next, m.first_window(current));
       started = true;
