@@ -36,9 +36,10 @@ PACKAGES=(
 )
 # What only the test suite and the developer tools need: the S3 server
 # (radosgw), the dashboard's browser, the fuzzers' clang, format and tidy,
-# the load generator, systemd-analyze for the unit files, numpy for interop.
+# ctags for the function-size check, the load generator, systemd-analyze
+# for the unit files, numpy for interop.
 if [ "$MODE" = all ]; then
-  PACKAGES+=(python3-numpy clang-14 libclang-rt-14-dev clang-format clang-tidy wrk systemd chromium
+  PACKAGES+=(python3-numpy clang-14 libclang-rt-14-dev clang-format clang-tidy universal-ctags wrk systemd chromium
     radosgw ceph-mon ceph-osd)
 fi
 

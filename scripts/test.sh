@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Sets everything up (scripts/setup.sh), checks the formatting, then runs
+# Sets everything up (scripts/setup.sh), checks the formatting and the
+# functions' size (scripts/function_size.sh), then runs
 # the whole test suite. Exits non-zero on any failure, and when a process
 # the suite started is still running after it. Extra arguments go to ctest
 # (e.g. -R Config).
@@ -8,6 +9,7 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 bash scripts/setup.sh
 bash scripts/format.sh --check
+bash scripts/function_size.sh
 
 # Processes a test may start: none of them may outlive the suite. pgrep
 # matches the process name, which the kernel cuts to 15 characters.
