@@ -42,6 +42,62 @@ std::string tail_of(const std::string& path) {
   return s.size() > 800 ? s.substr(s.size() - 800) : s;
 }
 
+// anvil's command line: loopback, the port and chain id, the accounts file
+// it writes once up, the block time, the state file (loaded if it exists,
+// dumped on exit and every kStateIntervalS seconds, so that a kill -9
+// loses at most that much).
+Result<std::vector<std::string>> anvil_argv(const LocalChainOptions& o, const std::string& accounts_path) {
+  std::vector<std::string> argv = {o.anvil_path,
+                                   "--host",
+                                   "127.0.0.1",
+                                   "--port",
+                                   std::to_string(o.port),
+                                   "--chain-id",
+                                   std::to_string(o.chain_id),
+                                   "--config-out",
+                                   accounts_path};
+  if (o.block_time_s > 0) {
+    argv.push_back("--block-time");
+    argv.push_back(fmt::format("{}", o.block_time_s));
+  }
+  if (!o.state_file.empty()) {
+    const auto parent = std::filesystem::absolute(o.state_file).parent_path();
+    std::error_code ec;
+    std::filesystem::create_directories(parent, ec);
+    if (ec) return unavailable("cannot create the folder of the state file {}: {}", parent.string(), ec.message());
+    argv.insert(argv.end(), {"--state", o.state_file, "--state-interval", std::to_string(kStateIntervalS)});
+  }
+  return argv;
+}
+
+// Waits (at most 15 s) until the anvil just started answers on `url` and has
+// written its accounts; an exit during start-up (pid becomes -1, reaped)
+// is an error with its log.
+Status wait_for_anvil(pid_t& pid, const std::string& url, const std::string& log_path,
+                      const std::string& accounts_path) {
+  RpcOptions rpc_options;
+  rpc_options.url = url;
+  rpc_options.call_timeout = std::chrono::milliseconds(500);
+  rpc_options.max_attempts = 1;
+  RpcClient rpc(rpc_options);
+  EthClient eth(rpc);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
+  while (true) {
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG) == pid) {
+      pid = -1;
+      return unavailable("anvil exited during start-up; its log says: {}", tail_of(log_path));
+    }
+    auto id = eth.chain_id();
+    if (id.is_ok() && std::filesystem::exists(accounts_path)) break;
+    if (std::chrono::steady_clock::now() > deadline) {
+      return deadline_exceeded("anvil did not answer on {} within 15 s; log: {}", url, tail_of(log_path));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<std::unique_ptr<LocalChain>> LocalChain::start(const LocalChainOptions& options) {
@@ -70,27 +126,7 @@ Status LocalChain::launch() {
   std::string accounts_path = options_.work_dir + "/anvil-accounts.json";
   std::filesystem::remove(accounts_path, ec);
 
-  std::vector<std::string> argv = {options_.anvil_path,
-                                   "--host",
-                                   "127.0.0.1",
-                                   "--port",
-                                   std::to_string(options_.port),
-                                   "--chain-id",
-                                   std::to_string(options_.chain_id),
-                                   "--config-out",
-                                   accounts_path};
-  if (options_.block_time_s > 0) {
-    argv.push_back("--block-time");
-    argv.push_back(fmt::format("{}", options_.block_time_s));
-  }
-  if (!options_.state_file.empty()) {
-    const auto parent = std::filesystem::absolute(options_.state_file).parent_path();
-    std::filesystem::create_directories(parent, ec);
-    if (ec) return unavailable("cannot create the folder of the state file {}: {}", parent.string(), ec.message());
-    // Loaded if it exists, dumped on exit and every kStateIntervalS seconds
-    // (so that a kill -9 loses at most that much).
-    argv.insert(argv.end(), {"--state", options_.state_file, "--state-interval", std::to_string(kStateIntervalS)});
-  }
+  CRUCIBLE_ASSIGN_OR_RETURN(std::vector<std::string> argv, anvil_argv(options_, accounts_path));
   pid_ = fork();
   if (pid_ < 0) return unavailable("fork: {}", std::strerror(errno));
   if (pid_ == 0) {
@@ -107,26 +143,7 @@ Status LocalChain::launch() {
     _exit(127);
   }
 
-  RpcOptions rpc_options;
-  rpc_options.url = url_;
-  rpc_options.call_timeout = std::chrono::milliseconds(500);
-  rpc_options.max_attempts = 1;
-  RpcClient rpc(rpc_options);
-  EthClient eth(rpc);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(15);
-  while (true) {
-    int status = 0;
-    if (waitpid(pid_, &status, WNOHANG) == pid_) {
-      pid_ = -1;
-      return unavailable("anvil exited during start-up; its log says: {}", tail_of(log_path));
-    }
-    auto id = eth.chain_id();
-    if (id.is_ok() && std::filesystem::exists(accounts_path)) break;
-    if (std::chrono::steady_clock::now() > deadline) {
-      return deadline_exceeded("anvil did not answer on {} within 15 s; log: {}", url_, tail_of(log_path));
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  CRUCIBLE_RETURN_IF_ERROR(wait_for_anvil(pid_, url_, log_path, accounts_path));
   std::ifstream in(accounts_path);
   json accounts = json::parse(in, nullptr, false);
   if (accounts.is_discarded() || !accounts.contains("private_keys")) {

@@ -97,6 +97,54 @@ Status write_file(const std::filesystem::path& path, std::span<const TensorView>
   return files::write_file_atomic(path, bytes);
 }
 
+// One tensor's header entry: its dtype, shape and data offsets, checked
+// against the data area of `bytes` (from data_start on).
+static Result<TensorView> parse_entry(const std::string& name, const json& entry, const Bytes& bytes,
+                                      std::uint64_t data_start) {
+  const std::uint64_t data_size = bytes.size() - data_start;
+  if (name.empty()) return data_loss("safetensors: a tensor has an empty name");
+  if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets")) {
+    return data_loss("safetensors: tensor '{}' lacks dtype, shape or data_offsets", name);
+  }
+  const json& dt = entry["dtype"];
+  const json& shape = entry["shape"];
+  const json& offsets = entry["data_offsets"];
+  TensorView view;
+  view.name = name;
+  bool known = false;
+  if (dt.is_string()) {
+    for (const auto& d : kDTypes) {
+      if (d.name == dt.get<std::string>()) {
+        view.dtype = d.dtype;
+        known = true;
+      }
+    }
+  }
+  if (!known) return data_loss("safetensors: tensor '{}' has an unknown dtype {}", name, dt.dump());
+  if (!shape.is_array() || shape.size() > 16) return data_loss("safetensors: tensor '{}' has a bad shape", name);
+  for (const auto& d : shape) {
+    if (!d.is_number_unsigned()) return data_loss("safetensors: tensor '{}' has a bad dimension", name);
+    view.shape.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(d.get<std::uint64_t>(), 1ull << 62)));
+  }
+  if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+      !offsets[1].is_number_unsigned()) {
+    return data_loss("safetensors: tensor '{}' has bad data_offsets", name);
+  }
+  auto lo = offsets[0].get<std::uint64_t>();
+  auto hi = offsets[1].get<std::uint64_t>();
+  if (lo > hi || hi > data_size) {
+    return data_loss("safetensors: tensor '{}' data [{}, {}) lies outside the {}-byte data area", name, lo, hi,
+                     data_size);
+  }
+  auto need = byte_size(name, view.shape, view.dtype);
+  if (!need.is_ok()) return data_loss("{}", need.status().message());
+  if (*need != hi - lo) {
+    return data_loss("safetensors: tensor '{}' spans {} bytes, its shape needs {}", name, hi - lo, *need);
+  }
+  view.data = ByteSpan(bytes.data() + data_start + lo, hi - lo);
+  return view;
+}
+
 Result<File> parse(Bytes bytes, const Limits& limits) {
   if (bytes.size() < 8) return data_loss("safetensors: {} bytes is too short for a header length", bytes.size());
   std::uint64_t header_len = 0;
@@ -112,7 +160,6 @@ Result<File> parse(Bytes bytes, const Limits& limits) {
   json header = json::parse(begin, begin + header_len, nullptr, /*allow_exceptions=*/false);
   if (!header.is_object()) return data_loss("safetensors: the header is not a JSON object");
   const std::uint64_t data_start = 8 + header_len;
-  const std::uint64_t data_size = bytes.size() - data_start;
 
   File file;
   if (header.size() > limits.max_tensors + 1) return resource_exhausted("safetensors: too many tensors");
@@ -127,46 +174,7 @@ Result<File> parse(Bytes bytes, const Limits& limits) {
       }
       continue;
     }
-    if (name.empty()) return data_loss("safetensors: a tensor has an empty name");
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") || !entry.contains("data_offsets")) {
-      return data_loss("safetensors: tensor '{}' lacks dtype, shape or data_offsets", name);
-    }
-    const json& dt = entry["dtype"];
-    const json& shape = entry["shape"];
-    const json& offsets = entry["data_offsets"];
-    TensorView view;
-    view.name = name;
-    bool known = false;
-    if (dt.is_string()) {
-      for (const auto& d : kDTypes) {
-        if (d.name == dt.get<std::string>()) {
-          view.dtype = d.dtype;
-          known = true;
-        }
-      }
-    }
-    if (!known) return data_loss("safetensors: tensor '{}' has an unknown dtype {}", name, dt.dump());
-    if (!shape.is_array() || shape.size() > 16) return data_loss("safetensors: tensor '{}' has a bad shape", name);
-    for (const auto& d : shape) {
-      if (!d.is_number_unsigned()) return data_loss("safetensors: tensor '{}' has a bad dimension", name);
-      view.shape.push_back(static_cast<std::int64_t>(std::min<std::uint64_t>(d.get<std::uint64_t>(), 1ull << 62)));
-    }
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
-        !offsets[1].is_number_unsigned()) {
-      return data_loss("safetensors: tensor '{}' has bad data_offsets", name);
-    }
-    auto lo = offsets[0].get<std::uint64_t>();
-    auto hi = offsets[1].get<std::uint64_t>();
-    if (lo > hi || hi > data_size) {
-      return data_loss("safetensors: tensor '{}' data [{}, {}) lies outside the {}-byte data area", name, lo, hi,
-                       data_size);
-    }
-    auto need = byte_size(name, view.shape, view.dtype);
-    if (!need.is_ok()) return data_loss("{}", need.status().message());
-    if (*need != hi - lo) {
-      return data_loss("safetensors: tensor '{}' spans {} bytes, its shape needs {}", name, hi - lo, *need);
-    }
-    view.data = ByteSpan(bytes.data() + data_start + lo, hi - lo);
+    CRUCIBLE_ASSIGN_OR_RETURN(TensorView view, parse_entry(name, entry, bytes, data_start));
     file.tensors.push_back(std::move(view));
   }
   // The tensors must tile the data area: no holes, no overlaps.
