@@ -298,6 +298,25 @@ std::string S3Store::object_path(std::string_view key) const {
   return p + std::string(key);
 }
 
+// The request's method on a curl handle: HEAD without a body, PUT and POST
+// with `body` (read from t.upload), anything else but GET by name.
+static void set_method(CURL* curl, const std::string& method, ByteSpan body, Transfer& t) {
+  if (method == "HEAD") {
+    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
+  } else if (method == "PUT") {
+    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
+    curl_easy_setopt(curl, CURLOPT_READDATA, &t);
+    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  } else if (method == "POST") {
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, reinterpret_cast<const char*>(body.data()));
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  } else if (method != "GET") {
+    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, method.c_str());
+  }
+}
+
 Result<S3Store::Response> S3Store::send(const Request& req) const {
   const S3Credentials& creds = req.write ? options_.write : options_.read;
   std::string payload_hash =
@@ -358,20 +377,7 @@ Result<S3Store::Response> S3Store::send(const Request& req) const {
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_OPENSOCKETFUNCTION, open_socket);
   curl_easy_setopt(curl, CURLOPT_OPENSOCKETDATA, &t);
-  if (req.method == "HEAD") {
-    curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  } else if (req.method == "PUT") {
-    curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
-    curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);
-    curl_easy_setopt(curl, CURLOPT_READDATA, &t);
-    curl_easy_setopt(curl, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
-  } else if (req.method == "POST") {
-    curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, reinterpret_cast<const char*>(req.body.data()));
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(req.body.size()));
-  } else if (req.method != "GET") {
-    curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, req.method.c_str());
-  }
+  set_method(curl, req.method, req.body, t);
   CURLcode rc = curl_easy_perform(curl);
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &response.status);
   handles_->give(curl);
