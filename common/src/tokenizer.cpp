@@ -10,6 +10,7 @@
 
 #include "crucible/common/bytes.h"
 #include "crucible/common/file_io.h"
+#include "crucible/common/json_fields.h"
 
 namespace crucible::text {
 namespace {
@@ -127,6 +128,75 @@ std::optional<std::string> from_visible(std::string_view visible) {
     if (it == byte_map().to_byte.end()) return std::nullopt;
     out.push_back(static_cast<char>(it->second));
     i += cp.len;
+  }
+  return out;
+}
+
+// What this reader follows of tokenizer.json's model and pre_tokenizer: a
+// byte-level BPE without normalizer or byte fallback. Each field is checked
+// for its type (nlohmann's value() threw on a mistyped one).
+struct BpeConfig {
+  bool add_prefix_space = false;
+  bool use_regex = true;
+  bool ignore_merges = false;
+};
+
+Result<BpeConfig> bpe_config(const json& j) {
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
+    return invalid_argument("not a tokenizer.json: no model object");
+  }
+  BpeConfig c;
+  JsonFields model(j["model"], "tokenizer.json: model");
+  const std::string type = model.get_or<std::string>("type", "?");
+  const bool byte_fallback = model.get_or<bool>("byte_fallback", false);
+  c.ignore_merges = model.get_or<bool>("ignore_merges", false);
+  if (!model.ok()) return invalid_argument("{}", model.status().message());
+  if (type != "BPE") return unimplemented("tokenizer model type {} is not BPE", type);
+  if (byte_fallback) return unimplemented("byte_fallback BPE (SentencePiece style) is not supported");
+  if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+    const json& n = j["normalizer"];
+    const bool named = n.is_object() && n.contains("type") && n["type"].is_string();
+    return unimplemented("tokenizer normalizers are not supported (found {})",
+                         named ? n["type"].get<std::string>() : std::string("?"));
+  }
+  if (!j.contains("pre_tokenizer") || !j["pre_tokenizer"].is_object()) {
+    return unimplemented("only a ByteLevel pre-tokenizer is supported (found none)");
+  }
+  JsonFields pre(j["pre_tokenizer"], "tokenizer.json: pre_tokenizer");
+  const std::string pre_type = pre.get_or<std::string>("type", "?");
+  c.add_prefix_space = pre.get_or<bool>("add_prefix_space", false);
+  c.use_regex = pre.get_or<bool>("use_regex", true);
+  if (!pre.ok()) return invalid_argument("{}", pre.status().message());
+  if (pre_type != "ByteLevel") return unimplemented("only a ByteLevel pre-tokenizer is supported (found {})", pre_type);
+  return c;
+}
+
+// model.merges, in rank order: each "left right" (or [left, right]) a pair
+// of tokens in the vocabulary whose concatenation is one too.
+Result<std::vector<std::pair<std::uint32_t, std::uint32_t>>> parse_merges(
+    const json& merges, std::unordered_map<std::string, std::uint32_t>& id_of) {
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> out;
+  for (const json& m : merges) {
+    std::string left, right;
+    if (m.is_string()) {
+      const std::string& s = m.get_ref<const std::string&>();
+      auto sp = s.find(' ');
+      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) {
+        return invalid_argument("tokenizer.json: merge '{}' is not two tokens", s);
+      }
+      left = s.substr(0, sp);
+      right = s.substr(sp + 1);
+    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
+      left = m[0].get<std::string>();
+      right = m[1].get<std::string>();
+    } else {
+      return invalid_argument("tokenizer.json: malformed merge {}", m.dump());
+    }
+    auto a = from_visible(left), b = from_visible(right);
+    if (!a || !b || !id_of.contains(*a) || !id_of.contains(*b) || !id_of.contains(*a + *b)) {
+      return invalid_argument("tokenizer.json: merge '{} {}' uses tokens not in the vocabulary", left, right);
+    }
+    out.emplace_back(id_of[*a], id_of[*b]);
   }
   return out;
 }
@@ -322,34 +392,20 @@ Result<Tokenizer> Tokenizer::from_json(std::string_view text, const TokenizerLim
   if (text.size() > limits.max_file_bytes)
     return resource_exhausted("tokenizer.json larger than {} bytes", limits.max_file_bytes);
   json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) {
-    return invalid_argument("not a tokenizer.json: no model object");
-  }
+  CRUCIBLE_ASSIGN_OR_RETURN(const BpeConfig config, bpe_config(j));
   const json& model = j["model"];
-  if (model.value("type", "") != "BPE")
-    return unimplemented("tokenizer model type {} is not BPE", model.value("type", "?"));
-  if (model.value("byte_fallback", false))
-    return unimplemented("byte_fallback BPE (SentencePiece style) is not supported");
-  if (j.contains("normalizer") && !j["normalizer"].is_null()) {
-    return unimplemented("tokenizer normalizers are not supported (found {})", j["normalizer"].value("type", "?"));
-  }
-  const json& pre = j.value("pre_tokenizer", json());
-  if (!pre.is_object() || pre.value("type", "") != "ByteLevel") {
-    return unimplemented("only a ByteLevel pre-tokenizer is supported (found {})",
-                         pre.is_object() ? pre.value("type", "?") : std::string("none"));
-  }
   Tokenizer t;
-  t.add_prefix_space_ = pre.value("add_prefix_space", false);
-  t.use_regex_ = pre.value("use_regex", true);
-  t.ignore_merges_ = model.value("ignore_merges", false);
+  t.add_prefix_space_ = config.add_prefix_space;
+  t.use_regex_ = config.use_regex;
+  t.ignore_merges_ = config.ignore_merges;
 
   const json& vocab = model.value("vocab", json());
   if (!vocab.is_object() || vocab.empty()) return invalid_argument("tokenizer.json: model.vocab is missing or empty");
   if (vocab.size() > limits.max_vocab) return resource_exhausted("tokenizer vocabulary of {} entries", vocab.size());
   std::map<std::string, std::uint32_t> special_ids;
   for (const json& a : j.value("added_tokens", json::array())) {
-    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() || !a.contains("content") ||
-        !a["content"].is_string()) {
+    if (!a.is_object() || !a.contains("id") || !a["id"].is_number_unsigned() ||
+        a["id"].get<std::uint64_t>() > 0xFFFFFFFFu || !a.contains("content") || !a["content"].is_string()) {
       return invalid_argument("tokenizer.json: malformed added_tokens entry");
     }
     special_ids[a["content"].get<std::string>()] = a["id"].get<std::uint32_t>();
@@ -393,28 +449,7 @@ Result<Tokenizer> Tokenizer::from_json(std::string_view text, const TokenizerLim
   std::unordered_map<std::string, std::uint32_t> id_of;
   for (std::uint32_t id = 0; id < size; ++id)
     if (!t.special_[id] && seen[id]) id_of.emplace(t.tokens_[id], id);
-  for (const json& m : model.value("merges", json::array())) {
-    std::string left, right;
-    if (m.is_string()) {
-      const std::string& s = m.get_ref<const std::string&>();
-      auto sp = s.find(' ');
-      if (sp == std::string::npos || s.find(' ', sp + 1) != std::string::npos) {
-        return invalid_argument("tokenizer.json: merge '{}' is not two tokens", s);
-      }
-      left = s.substr(0, sp);
-      right = s.substr(sp + 1);
-    } else if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) {
-      left = m[0].get<std::string>();
-      right = m[1].get<std::string>();
-    } else {
-      return invalid_argument("tokenizer.json: malformed merge {}", m.dump());
-    }
-    auto a = from_visible(left), b = from_visible(right);
-    if (!a || !b || !id_of.contains(*a) || !id_of.contains(*b) || !id_of.contains(*a + *b)) {
-      return invalid_argument("tokenizer.json: merge '{} {}' uses tokens not in the vocabulary", left, right);
-    }
-    t.merge_list_.emplace_back(id_of[*a], id_of[*b]);
-  }
+  CRUCIBLE_ASSIGN_OR_RETURN(t.merge_list_, parse_merges(model.value("merges", json::array()), id_of));
   for (const char* eos : {"<|endoftext|>", "<|end_of_text|>", "</s>", "<eos>"}) {
     if (auto it = special_ids.find(eos); it != special_ids.end()) {
       t.eos_id_ = it->second;

@@ -143,6 +143,28 @@ TEST(Tokenizer, RefusesFilesItCannotHonour) {
             StatusCode::kInvalidArgument);
 }
 
+// Each of these threw nlohmann's type_error out of from_json (value() on a
+// field of another type, or on a normalizer that is not an object); each is
+// now a Status naming what is wrong.
+TEST(Tokenizer, AFileOfWrongTypesIsAnErrorNeverAnException) {
+  const std::string pre = R"("pre_tokenizer":{"type":"ByteLevel"},)";
+  for (const std::string& text : std::vector<std::string>{
+           R"({"model":{"type":5}})", R"({"model":{"type":"BPE","byte_fallback":"no"}})",
+           R"({"model":{"type":"BPE","ignore_merges":1}})", R"({"normalizer":7,"model":{"type":"BPE"}})",
+           R"({"normalizer":{"type":[1]},"model":{"type":"BPE"}})",
+           R"({"pre_tokenizer":{"type":1},"model":{"type":"BPE"}})",
+           R"({"pre_tokenizer":{"type":"ByteLevel","use_regex":"yes"},"model":{"type":"BPE"}})",
+           R"({"pre_tokenizer":"ByteLevel","model":{"type":"BPE"}})",
+           "{" + pre +
+               R"("added_tokens":[{"id":4294967296,"content":"</s>"}],"model":{"type":"BPE","vocab":{"a":0}}})"}) {
+    Result<Tokenizer> t = Tokenizer::from_json(text);
+    EXPECT_FALSE(t.is_ok()) << text;
+    EXPECT_NE(t.status().code(), StatusCode::kOk) << text;
+  }
+  auto typed = Tokenizer::from_json(R"({"model":{"type":"BPE","ignore_merges":1}})");
+  EXPECT_NE(typed.status().message().find("ignore_merges"), std::string::npos) << typed.status();
+}
+
 // Hugging Face's own implementation (tokenizers.js) reads our file and
 // encodes a text to the same ids.
 TEST(Tokenizer, HuggingFaceTokenizersJsEncodesAlike) {
