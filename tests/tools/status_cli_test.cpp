@@ -124,8 +124,14 @@ TEST(StatusCli, ReportsAMinerFromTheChainItsStoreAndTheScoreApi) {
   s.final_score = 0;
   storage::StateStore::Batch batch;
   batch.put(storage::Family::kRatings, validator::rating_key(uid), as_bytes(validator::to_json(s).dump()));
+  validator::UidResult result;  // as the validator records it (the API reads it strictly)
+  result.uid = uid;
+  result.valid = true;
+  result.uploaded = true;
+  result.eval = validator::EvalResult{};
+  result.eval->steps_behind = 3.0;
   batch.put(storage::Family::kWindowScores, validator::history_key(uid, 0),
-            as_bytes(json{{"uid", uid}, {"valid", true}, {"uploaded", true}, {"steps_behind", 3.0}}.dump()));
+            as_bytes(validator::to_json(result).dump()));
   ASSERT_TRUE((*db)->commit_window(0, std::move(batch)).is_ok());
   validator::ApiOptions ao;
   ao.port = 0;
