@@ -20,6 +20,7 @@ constexpr std::string_view kRole[] = {"role"};
 constexpr std::string_view kVersionRole[] = {"version", "role"};
 constexpr std::string_view kResult[] = {"result"};
 constexpr std::string_view kReason[] = {"reason"};
+constexpr std::string_view kRoleReason[] = {"role", "reason"};
 constexpr std::string_view kOp[] = {"op"};
 constexpr std::string_view kStep[] = {"step"};
 constexpr double kWindowBuckets[] = {0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1200};
@@ -48,6 +49,12 @@ const std::array<Definition, static_cast<std::size_t>(Counter::kCount_)> kCounte
      {}},
     {"crucible_store_bytes_read_total", "Object bytes read from stores.", Kind::kCounter, none(), {}},
     {"crucible_observer_polls_total", "Commitment reads by the validator's observer.", Kind::kCounter, none(), {}},
+    {"crucible_chain_desyncs_total",
+     "Aggregation sets the model could not take, by reason (other_basis, set_missing, set_damaged, packet_missing).",
+     Kind::kCounter,
+     kRoleReason,
+     {}},
+    {"crucible_checkpoints_loaded_total", "The lead's checkpoints loaded into the model.", Kind::kCounter, kRole, {}},
 }};
 
 const std::array<Definition, static_cast<std::size_t>(Gauge::kCount_)> kGauges = {{

@@ -78,14 +78,14 @@ Result<std::optional<std::pair<fs::path, MinerState>>> StateDir::load(const std:
   MinerState s;
   s.trained_window = f.opt<std::uint64_t>("trained_window");
   s.uploaded_window = f.opt<std::uint64_t>("uploaded_window");
-  s.applied_window = f.opt<std::uint64_t>("applied_window");
-  s.global_step = f.get<std::uint64_t>("global_step");
+  s.chain.window = f.opt<std::uint64_t>("applied_window");
+  s.chain.global_step = f.get<std::uint64_t>("global_step");
   s.inner_steps = f.get<std::uint64_t>("inner_steps");
   const std::string basis_hex = f.get<std::string>("basis");
   if (!f.ok()) return f.status();
   auto basis = from_hex_fixed<32>(basis_hex);
   if (!basis.is_ok()) return data_loss("{}: field 'basis' is not 32 bytes of hex", (g / "state.json").string());
-  s.basis = *basis;
+  s.chain.basis = *basis;
   CRUCIBLE_ASSIGN_OR_RETURN(safetensors::File ef, safetensors::read_file(g / "ef.safetensors"));
   for (const auto& spec : specs) {
     const safetensors::TensorView* t = ef.find(spec.name);
@@ -117,10 +117,10 @@ Status StateDir::commit(const MinerState& s, const std::vector<TensorSpec>& spec
   json j = {{"v", 1},
             {"trained_window", opt_window(s.trained_window)},
             {"uploaded_window", opt_window(s.uploaded_window)},
-            {"applied_window", opt_window(s.applied_window)},
-            {"global_step", s.global_step},
+            {"applied_window", opt_window(s.chain.window)},
+            {"global_step", s.chain.global_step},
             {"inner_steps", s.inner_steps},
-            {"basis", to_hex(s.basis)}};
+            {"basis", to_hex(s.chain.basis)}};
   std::string text = j.dump(2);
   CRUCIBLE_RETURN_IF_ERROR(files::write_file_atomic(g / "state.json", as_bytes(text)));
   files::sync_directory(g);

@@ -58,7 +58,7 @@ Status open_model_and_state(MinerNode::Impl& m) {
   CRUCIBLE_RETURN_IF_ERROR(m.loop->load(loaded->first, m.state.inner_steps).with_context("miner state"));
   log::info("resumed miner state",
             {{"folder", m.o.miner.state_dir},
-             {"global_step", m.state.global_step},
+             {"global_step", m.state.chain.global_step},
              {"trained_window", m.state.trained_window ? std::to_string(*m.state.trained_window) : "none"}});
   return Status::ok();
 }

@@ -50,8 +50,7 @@ struct MinerNode::Impl {
   MinerState state;
   std::uint16_t uid = 0;
   bool show_progress = false;
-  double window_end_s = 0;                    // estimated end of the window being trained (Unix seconds)
-  std::optional<std::uint64_t> stuck_window;  // a set that could not be applied: wait for a checkpoint past it
+  double window_end_s = 0;  // estimated end of the window being trained (Unix seconds)
 
   Impl(const MinerNodeOptions& options, const chain::PrivateKey& k, protocol::NodeIo i)
       : o(options), key(k), io(std::move(i)), clock(options.protocol) {}
@@ -64,10 +63,7 @@ struct MinerNode::Impl {
   // catch_up.cpp: apply every published aggregate the model lacks, in chain
   // order; with `wait_for`, wait up to aggregate_wait_s for that window's set.
   Status catch_up(std::optional<std::uint64_t> wait_for, const std::atomic<bool>& stop);
-  Result<std::vector<std::uint64_t>> published_after(storage::ObjectStore& lead);
-  Result<bool> checkpoint_needed(storage::ObjectStore& lead, const std::vector<std::uint64_t>& windows);
-  Status maybe_load_checkpoint(storage::ObjectStore& lead, const std::vector<std::uint64_t>& windows);
-  Status apply_one(storage::ObjectStore& lead, std::uint64_t w);
+  Status follow_chain(storage::ObjectStore& lead);
 
   // train.cpp: H inner steps on w's samples, error feedback, a signed packet.
   Result<Trained> train(std::uint64_t w, const std::atomic<bool>& stop);

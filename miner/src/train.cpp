@@ -16,8 +16,8 @@ Result<Trained> MinerNode::Impl::train(std::uint64_t w, const std::atomic<bool>&
   Trained out;
   out.window = w;
   out.started = std::chrono::steady_clock::now();
-  protocol::Fingerprint fp{w, uid, state.basis,
-                           replica->values_at(protocol::fingerprint_positions(state.basis, uid, specs()))};
+  protocol::Fingerprint fp{w, uid, state.chain.basis,
+                           replica->values_at(protocol::fingerprint_positions(state.chain.basis, uid, specs()))};
   const auto L = static_cast<std::uint64_t>(o.model.seq_len);
   CRUCIBLE_ASSIGN_OR_RETURN(auto idx, dataset->assignment(uid, w, o.protocol.samples_per_window, L));
   CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, dataset->tokens(idx, L));
@@ -54,7 +54,7 @@ Result<packet::Packet> MinerNode::Impl::compress(std::uint64_t w, const WindowRe
   p.protocol_version = protocol::kVersion;
   p.window = w;
   p.uid = uid;
-  p.global_step = state.global_step;
+  p.global_step = state.chain.global_step;
   p.model_digest = protocol::fingerprint_digest(fp);
   p.sample_digest = sample_digest;
   for (std::size_t i = 0; i < specs().size(); ++i) {

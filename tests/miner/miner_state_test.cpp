@@ -34,20 +34,20 @@ TEST(StateDir, CommitsGenerationsAndLocks) {
     EXPECT_FALSE(none->has_value());
     MinerState st;
     st.trained_window = 4;
-    st.applied_window = 3;
-    st.global_step = 2;
-    st.basis = h(7);
+    st.chain.window = 3;
+    st.chain.global_step = 2;
+    st.chain.basis = h(7);
     st.ef = {{1, 2, 3, 4, 5, 6}};
     int writes = 0;
     ASSERT_TRUE(sd->commit(st, specs, [&](const std::filesystem::path&) {
                     ++writes;
                     return Status::ok();
                   }).is_ok());
-    st.global_step = 3;
+    st.chain.global_step = 3;
     ASSERT_TRUE(sd->commit(st, specs, [&](const std::filesystem::path&) { return Status::ok(); }).is_ok());
     EXPECT_EQ(writes, 1);
     // A failed commit leaves the last good generation current.
-    st.global_step = 99;
+    st.chain.global_step = 99;
     EXPECT_FALSE(sd->commit(st, specs, [](const std::filesystem::path&) { return unavailable("disk"); }).is_ok());
   }
   auto sd = StateDir::open(dir.path() / "s");  // the lock went with the first
@@ -55,11 +55,11 @@ TEST(StateDir, CommitsGenerationsAndLocks) {
   auto loaded = sd->load(specs);
   ASSERT_TRUE(loaded.is_ok() && loaded->has_value()) << loaded.status();
   const MinerState& st = (*loaded)->second;
-  EXPECT_EQ(st.global_step, 3u);
+  EXPECT_EQ(st.chain.global_step, 3u);
   EXPECT_EQ(st.trained_window, 4u);
-  EXPECT_EQ(st.applied_window, 3u);
+  EXPECT_EQ(st.chain.window, 3u);
   EXPECT_FALSE(st.uploaded_window.has_value());
-  EXPECT_EQ(st.basis, h(7));
+  EXPECT_EQ(st.chain.basis, h(7));
   EXPECT_EQ(st.ef[0], (std::vector<float>{1, 2, 3, 4, 5, 6}));
   std::vector<TensorSpec> other{{"w", {3, 2}}};
   EXPECT_EQ(sd->load(other).status().code(), StatusCode::kFailedPrecondition);
@@ -69,8 +69,8 @@ TEST(StateDir, AStateFileWithAFieldMissingOrMistypedIsDataLossNeverAnException) 
   testing::TempDir dir;
   std::vector<TensorSpec> specs{{"w", {2}}};
   MinerState st;
-  st.global_step = 5;
-  st.basis = h(1);
+  st.chain.global_step = 5;
+  st.chain.basis = h(1);
   st.ef = {{1, 2}};
   {
     auto sd = StateDir::open(dir.path() / "s");
@@ -106,7 +106,7 @@ TEST(StateDir, AStateFileWithAFieldMissingOrMistypedIsDataLossNeverAnException) 
   ASSERT_TRUE(sd.is_ok());
   auto loaded = sd->load(specs);
   ASSERT_TRUE(loaded.is_ok() && loaded->has_value()) << loaded.status();
-  EXPECT_EQ((*loaded)->second.global_step, 5u);
+  EXPECT_EQ((*loaded)->second.chain.global_step, 5u);
 }
 
 }  // namespace

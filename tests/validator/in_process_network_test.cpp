@@ -206,9 +206,9 @@ TEST_F(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
   miners_.clear();  // releases the state folders' locks
   for (std::size_t i = 0; i < miner_keys_.size(); ++i) {
     const miner::MinerState st = miner_state(i);
-    ASSERT_TRUE(st.applied_window.has_value()) << "miner " << i;
-    EXPECT_GE(*st.applied_window, w0) << "miner " << i;
-    EXPECT_GE(st.global_step, 1u);
+    ASSERT_TRUE(st.chain.window.has_value()) << "miner " << i;
+    EXPECT_GE(*st.chain.window, w0) << "miner " << i;
+    EXPECT_GE(st.chain.global_step, 1u);
   }
 }
 
@@ -335,8 +335,8 @@ TEST_F(InProcessNetwork, AMinerThatCannotApplyASetLoadsTheLeadsNextCheckpoint) {
   miners_.clear();
   for (std::size_t i = 0; i < miner_keys_.size(); ++i) {
     const miner::MinerState st = miner_state(i);
-    ASSERT_TRUE(st.applied_window.has_value()) << "miner " << i;
-    EXPECT_GE(*st.applied_window, w0_) << "miner " << i;
+    ASSERT_TRUE(st.chain.window.has_value()) << "miner " << i;
+    EXPECT_GE(*st.chain.window, w0_) << "miner " << i;
   }
   EXPECT_EQ(follower_->model_window(), validator_->model_window());
   EXPECT_GE(follower_->model_window().value_or(0), w0_);
@@ -367,7 +367,7 @@ TEST_F(InProcessNetwork, AMaliciousLeadsGarbageNeverStopsAMiner) {
     EXPECT_TRUE((*own)->head(protocol::keys::gradient(w)).is_ok()) << "no upload for window " << w;
   }
   miners_.clear();
-  EXPECT_FALSE(miner_state(0).applied_window.has_value());  // nothing of the garbage was applied
+  EXPECT_FALSE(miner_state(0).chain.window.has_value());  // nothing of the garbage was applied
 }
 
 }  // namespace

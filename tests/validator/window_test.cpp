@@ -732,8 +732,9 @@ TEST_F(ValidatorInProcess, AWithdrawnPacketDoesNotStopTheSet) {
   ASSERT_TRUE(set.is_ok()) << set.status();
   ASSERT_EQ(set->set.uids, (std::vector<std::uint16_t>{a.uid, withdrawer.uid}));
   ASSERT_TRUE(withdrawer.store->remove(keys::gradient(w)).is_ok());
-  Status applied = apply_set(set->set, set->bytes, *p->io.store, st.model, cx);
-  EXPECT_TRUE(applied.is_ok()) << applied;
+  auto applied = ValidatorChain(st.model, cx)->advance(w, set->bytes, *p->io.store);
+  ASSERT_TRUE(applied.is_ok()) << applied.status();
+  EXPECT_FALSE(applied->has_value()) << protocol::to_string(**applied);
   EXPECT_EQ(st.model.window, w);
   EXPECT_EQ(st.model.last_aggregate.size(), specs_.size());
 }
@@ -1075,7 +1076,7 @@ TEST_F(ValidatorInProcess, SyncNeedsTheSignedDigestOfTheValidatorsModel) {
   Miner& unbound = add_miner();
   auto p = parts();
   WindowContext cx = context(*p);
-  ModelState model;  // genesis: basis 0, as every node starts
+  protocol::ChainState model;  // genesis: basis 0, as every node starts
   auto fp_of = [&](const Miner& m) {
     const auto positions = protocol::fingerprint_positions(model.basis, m.uid, p->replica->specs());
     return protocol::Fingerprint{w, m.uid, model.basis, p->replica->values_at(positions)};

@@ -53,55 +53,49 @@ Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Uplo
   return out;
 }
 
-Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, storage::ObjectStore& lead, ModelState& model,
-                 WindowContext& cx) {
-  model::TensorValues merged;
-  if (!set.uids.empty()) {
-    CRUCIBLE_ASSIGN_OR_RETURN(
-        merged, protocol::fetch_and_merge(set, lead, cx.replica.specs(), cx.o.storage.max_object_bytes, cx.codec));
-    CRUCIBLE_RETURN_IF_ERROR(cx.replica.apply_update(merged, cx.o.protocol.outer_lr));
-  }
-  model.last_aggregate = std::move(merged);
-  model.last_set = set.uids;
-  model.window = set.window;
-  model.basis = protocol::set_basis(bytes);
-  return Status::ok();
-}
+ValidatorChain::ValidatorChain(protocol::ChainState& state, WindowContext& cx)
+    : link_(cx.replica),
+      chain_(link_, state,
+             {cx.o.protocol.outer_lr, cx.o.storage.max_object_bytes, cx.o.model.canonical(), "validator", true,
+              cx.codec}) {}
 
-Status save_model(const ModelState& model, WindowContext& cx) {
-  std::map<std::string, std::string> meta{
-      {"window", std::to_string(*model.window)}, {"basis", to_hex(model.basis)}, {"model", cx.o.model.canonical()}};
+Status save_model(const protocol::ChainState& model, WindowContext& cx) {
+  safetensors::Metadata meta = model.metadata();
+  meta["model"] = cx.o.model.canonical();
   return cx.replica.save(fs::path(cx.o.validator.state_dir) / "model.safetensors", meta);
 }
 
 namespace {
 
-Status checkpoint(std::uint64_t w, std::uint64_t global_step, const ModelState& model, WindowContext& cx) {
+Status checkpoint(std::uint64_t w, const protocol::ChainState& model, WindowContext& cx) {
   const fs::path tmp = fs::path(cx.o.validator.state_dir) / "checkpoint.safetensors";
   CRUCIBLE_RETURN_IF_ERROR(cx.replica.save(tmp, {{"window", std::to_string(w)}, {"model", cx.o.model.canonical()}}));
   CRUCIBLE_ASSIGN_OR_RETURN(Bytes bytes, files::read_file(tmp, cx.o.storage.max_object_bytes));
-  CRUCIBLE_RETURN_IF_ERROR(cx.io.store->put(keys::checkpoint(global_step), bytes));
-  protocol::CheckpointPointer ptr{w, global_step, keys::checkpoint(global_step), cx.o.model.canonical(), model.basis};
+  const std::string key = keys::checkpoint(model.global_step);
+  CRUCIBLE_RETURN_IF_ERROR(cx.io.store->put(key, bytes));
+  protocol::CheckpointPointer ptr{w, model.global_step, key, cx.o.model.canonical(), model.basis};
   CRUCIBLE_RETURN_IF_ERROR(
       cx.io.store->put(keys::checkpoint_latest(), as_bytes(protocol::encode_checkpoint_pointer(ptr))));
-  log::info("published checkpoint", {{"window", w}, {"global_step", global_step}});
+  log::info("published checkpoint", {{"window", w}, {"global_step", model.global_step}});
   return Status::ok();
 }
 
 // A validator that is not the lead applies the lead's published set,
-// waiting up to aggregate_wait_s for it.
-Status follow_lead(std::uint64_t w, const chain::Metagraph& mg, ModelState& model, WindowContext& cx) {
+// waiting up to aggregate_wait_s for it; a set it cannot take (a desync)
+// sends it to the lead's checkpoint.
+Status follow_lead(std::uint64_t w, const chain::Metagraph& mg, protocol::ChainState& model, WindowContext& cx) {
   auto lead_uid = protocol::lead_validator(mg);
   if (!lead_uid) return not_found("no lead validator");
   CRUCIBLE_ASSIGN_OR_RETURN(auto lead, cx.peers.store_of(*lead_uid));
   const double deadline = cx.io.clock->unix_seconds() + cx.o.validator.aggregate_wait_s;
+  ValidatorChain chain(model, cx);
   for (;;) {
     auto f = lead->get(keys::aggregate(w), protocol::kMaxSetBytes);
     if (f.is_ok()) {
-      CRUCIBLE_ASSIGN_OR_RETURN(auto set, protocol::decode_set(f->data));
-      if (set.prev != model.window) return failed_precondition("the set of {} builds on another window", w);
-      CRUCIBLE_RETURN_IF_ERROR(apply_set(set, f->data, *lead, model, cx));
-      return save_model(model, cx);
+      CRUCIBLE_ASSIGN_OR_RETURN(auto desync, chain->advance(w, f->data, *lead));
+      if (!desync) return save_model(model, cx);
+      CRUCIBLE_ASSIGN_OR_RETURN(bool loaded, chain->load_newer_checkpoint(*lead));
+      return loaded ? save_model(model, cx) : Status::ok();
     }
     if (f.status().code() != StatusCode::kNotFound) return f.status();
     if (cx.io.clock->unix_seconds() >= deadline || cx.stop.load()) {
@@ -113,49 +107,23 @@ Status follow_lead(std::uint64_t w, const chain::Metagraph& mg, ModelState& mode
 
 }  // namespace
 
-Result<bool> load_lead_checkpoint(storage::ObjectStore& lead, ModelState& model, WindowContext& cx) {
-  CRUCIBLE_ASSIGN_OR_RETURN(
-      auto checkpoint,
-      protocol::fetch_newer_checkpoint(lead, model.window, cx.o.model.canonical(), cx.o.storage.max_object_bytes));
-  if (!checkpoint) return false;
-  CRUCIBLE_ASSIGN_OR_RETURN(safetensors::File file, safetensors::parse(std::move(checkpoint->model)));
-  CRUCIBLE_RETURN_IF_ERROR(cx.replica.load(file).with_context("the lead's checkpoint"));
-  const protocol::CheckpointPointer& ptr = checkpoint->pointer;
-  model.window = ptr.window;
-  model.basis = ptr.basis;
-  model.last_aggregate.clear();
-  model.last_set.clear();
-  CRUCIBLE_RETURN_IF_ERROR(save_model(model, cx));
-  log::info("loaded the lead's checkpoint", {{"window", ptr.window}, {"global_step", ptr.global_step}});
-  return true;
-}
-
 Status advance_model(std::uint64_t w, const chain::Metagraph& mg, const std::optional<PublishedSet>& own,
                      ValidatorState& st, WindowContext& cx) {
   if (!own) {
-    Status s = follow_lead(w, mg, st.model, cx);
-    if (!s.is_ok()) {
+    if (Status s = follow_lead(w, mg, st.model, cx); !s.is_ok()) {
       log::warn("the lead's aggregation set was not applied", {{"window", w}, {"error", s.to_string()}});
-      // A set that cannot be applied is not retried forever: the lead's
-      // next checkpoint takes the model past it.
-      const auto lead_uid = protocol::lead_validator(mg);
-      if (lead_uid && !s.is_transient()) {
-        auto lead = cx.peers.store_of(*lead_uid);
-        auto loaded = lead.is_ok() ? load_lead_checkpoint(**lead, st.model, cx) : Result<bool>(lead.status());
-        if (!loaded.is_ok())
-          log::warn("the lead's checkpoint was not loaded", {{"error", loaded.status().to_string()}});
-      }
     }
     return Status::ok();
   }
-  if (Status s = apply_set(own->set, own->bytes, *cx.io.store, st.model, cx); !s.is_ok()) {
-    log::error("aggregate not applied", {{"window", w}, {"error", s.to_string()}});
+  auto desync = ValidatorChain(st.model, cx)->advance(w, own->bytes, *cx.io.store);
+  if (!desync.is_ok() || *desync) {
+    log::error("own aggregate not applied",
+               {{"window", w}, {"error", desync.is_ok() ? std::string("desync") : desync.status().to_string()}});
     return Status::ok();
   }
   CRUCIBLE_RETURN_IF_ERROR(save_model(st.model, cx));
-  metrics::global().add(metrics::Counter::kAggregatesApplied, 1, {{"role", "validator"}});
   if ((w + 1) % cx.o.validator.checkpoint_every == 0) {
-    if (Status c = checkpoint(w, w + 1, st.model, cx); !c.is_ok()) {
+    if (Status c = checkpoint(w, st.model, cx); !c.is_ok()) {
       log::warn("checkpoint failed", {{"error", c.to_string()}});
     }
   }

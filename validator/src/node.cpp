@@ -27,6 +27,8 @@ constexpr const char* kFirstWindowKey = "first_window";
 // validator busy with long windows falls behind by a few; one this far
 // behind has lost the windows before.
 constexpr std::uint64_t kObservedBacklog = 64;
+// The most aggregate/ keys read from the sets' store at a restart.
+constexpr std::size_t kMaxReplayedSets = 100'000;
 // How often the observer looks again for the stores of registered miners
 // that had none readable (a miner starting now publishes its location).
 constexpr double kResolveRetryS = 1.0;
@@ -195,8 +197,9 @@ struct ValidatorNode::Impl {
   // (its progress mark, its weights post). The last committed window.
   Result<std::optional<std::uint64_t>> resume(WindowContext& cx);
   Status restore_scores();
-  Status restore_model(storage::ObjectStore& sets);
+  Status restore_model(storage::ObjectStore& sets, WindowContext& cx);
   Status replay_sets(storage::ObjectStore& sets, WindowContext& cx);
+  Status replay_through(std::uint64_t last, storage::ObjectStore& sets, WindowContext& cx);
 };
 
 void ValidatorNode::Impl::feed_observer(Observer& own, std::uint64_t head, std::uint64_t next, std::uint64_t current) {
@@ -232,7 +235,7 @@ Result<std::optional<std::uint64_t>> ValidatorNode::Impl::resume(WindowContext& 
   CRUCIBLE_RETURN_IF_ERROR(restore_scores());
   CRUCIBLE_ASSIGN_OR_RETURN(st.history, restore_history(*db));
   const std::shared_ptr<storage::ObjectStore> sets = sets_store();
-  CRUCIBLE_RETURN_IF_ERROR(restore_model(*sets));
+  CRUCIBLE_RETURN_IF_ERROR(restore_model(*sets, cx));
   CRUCIBLE_RETURN_IF_ERROR(replay_sets(*sets, cx));
   CRUCIBLE_ASSIGN_OR_RETURN(auto last, db->last_committed_window());
   if (last) {
@@ -273,53 +276,46 @@ Status ValidatorNode::Impl::restore_scores() {
   return Status::ok();
 }
 
-// The model saved after the last applied aggregate, and that aggregate (for sync scores).
-Status ValidatorNode::Impl::restore_model(storage::ObjectStore& sets) {
+// The model saved after the last applied aggregate, its place in the set
+// chain (the file's metadata), and that aggregate (for sync scores).
+Status ValidatorNode::Impl::restore_model(storage::ObjectStore& sets, WindowContext& cx) {
   const fs::path file = fs::path(o.validator.state_dir) / "model.safetensors";
   if (!fs::exists(file)) return Status::ok();
   CRUCIBLE_ASSIGN_OR_RETURN(safetensors::File f, safetensors::read_file(file));
   CRUCIBLE_RETURN_IF_ERROR(replica->load(f).with_context(file.string()));
-  auto window = f.metadata.find("window");
-  auto basis = f.metadata.find("basis");
-  if (window == f.metadata.end() || basis == f.metadata.end()) {
-    return data_loss("{}: no window or basis in its metadata", file.string());
-  }
-  st.model.window = std::stoull(window->second);
-  CRUCIBLE_ASSIGN_OR_RETURN(st.model.basis, from_hex_fixed<32>(basis->second));
-  auto set_bytes = sets.get(keys::aggregate(*st.model.window), protocol::kMaxSetBytes);
-  if (!set_bytes.is_ok()) return Status::ok();
-  auto set = protocol::decode_set(set_bytes->data);
-  if (set.is_ok()) st.model.last_set = set->uids;
-  if (set.is_ok() && !set->uids.empty()) {
-    auto merged = protocol::fetch_and_merge(*set, sets, replica->specs(), o.storage.max_object_bytes, codec.get());
-    if (merged.is_ok()) st.model.last_aggregate = std::move(*merged);
-  }
+  auto state = protocol::ChainState::from_metadata(f.metadata);
+  if (!state.is_ok()) return state.status().with_context(file.string());
+  st.model = std::move(*state);
+  ValidatorChain(st.model, cx)->reload_last(sets);
   return Status::ok();
 }
 
-// A model behind the last committed window is brought forward by
-// re-applying the published sets.
+// A model behind the last committed window is brought forward along the
+// published sets (a stop between a window's record and its model save);
+// one it cannot take sends it to the lead's checkpoint, or leaves it for
+// the next window's set to find.
 Status ValidatorNode::Impl::replay_sets(storage::ObjectStore& sets, WindowContext& cx) {
   CRUCIBLE_ASSIGN_OR_RETURN(auto last, db->last_committed_window());
-  std::optional<std::uint64_t> first_window;
-  if (auto rows = db->scan(storage::Family::kWindowProgress, "window/", 1); rows.is_ok() && !rows->empty()) {
-    first_window = std::stoull(rows->front().first.substr(7));
-  }
-  while (last && (!st.model.window || *st.model.window < *last) && !cx.stop.load()) {
-    const std::uint64_t next = st.model.window ? *st.model.window + 1 : first_window.value_or(0);
-    auto s = sets.get(keys::aggregate(next), protocol::kMaxSetBytes);
-    if (s.status().code() == StatusCode::kNotFound) {
-      if (next >= *last) break;
-      st.model.window = next;  // no set was published for it
-      continue;
+  if (!last) return Status::ok();
+  if (!st.model.window || *st.model.window < *last) CRUCIBLE_RETURN_IF_ERROR(replay_through(*last, sets, cx));
+  log::info("resumed validator state", {{"last_window", *last}, {"uids", st.scores.size()}});
+  return Status::ok();
+}
+
+Status ValidatorNode::Impl::replay_through(std::uint64_t last, storage::ObjectStore& sets, WindowContext& cx) {
+  ValidatorChain chain(st.model, cx);
+  CRUCIBLE_ASSIGN_OR_RETURN(auto windows, chain->published_after(sets, kMaxReplayedSets));
+  for (std::uint64_t w : windows) {
+    if (w > last || cx.stop.load()) break;
+    CRUCIBLE_ASSIGN_OR_RETURN(auto desync, chain->advance(w, sets));
+    if (desync) {
+      CRUCIBLE_ASSIGN_OR_RETURN(bool loaded, chain->load_newer_checkpoint(sets));
+      if (loaded) CRUCIBLE_RETURN_IF_ERROR(save_model(st.model, cx));
+      break;
     }
-    if (!s.is_ok()) return s.status();
-    CRUCIBLE_ASSIGN_OR_RETURN(auto set, protocol::decode_set(s->data));
-    CRUCIBLE_RETURN_IF_ERROR(apply_set(set, s->data, sets, st.model, cx));
     CRUCIBLE_RETURN_IF_ERROR(save_model(st.model, cx));
-    log::info("re-applied aggregate after a restart", {{"window", next}});
+    log::info("re-applied aggregate after a restart", {{"window", w}});
   }
-  if (last) log::info("resumed validator state", {{"last_window", *last}, {"uids", st.scores.size()}});
   return Status::ok();
 }
 

@@ -12,8 +12,8 @@ namespace crucible::validator {
 namespace {
 
 // The last outer step (outer_lr x aggregate) at the positions.
-model::TensorValues last_step_at(const std::vector<std::vector<std::int64_t>>& positions, const ModelState& model,
-                                 WindowContext& cx) {
+model::TensorValues last_step_at(const std::vector<std::vector<std::int64_t>>& positions,
+                                 const protocol::ChainState& model, WindowContext& cx) {
   model::TensorValues out;
   if (model.last_aggregate.empty()) return out;
   for (std::size_t t = 0; t < positions.size() && t < model.last_aggregate.size(); ++t) {
@@ -26,7 +26,7 @@ model::TensorValues last_step_at(const std::vector<std::vector<std::int64_t>>& p
   return out;
 }
 
-double steps_behind_of(const Upload& u, std::uint64_t w, const ModelState& model, WindowContext& cx) {
+double steps_behind_of(const Upload& u, std::uint64_t w, const protocol::ChainState& model, WindowContext& cx) {
   const double cap = cx.o.protocol.scoring.sync_max_steps;
   const auto positions = protocol::fingerprint_positions(model.basis, u.uid, cx.replica.specs());
   protocol::Fingerprint ours{w, u.uid, model.basis, cx.replica.values_at(positions)};
@@ -46,7 +46,8 @@ double steps_behind_of(const Upload& u, std::uint64_t w, const ModelState& model
 }  // namespace
 
 std::map<std::uint16_t, double> sync(std::uint64_t w, const std::vector<Evaluation>& evaluations,
-                                     const std::vector<Upload>& uploads, const ModelState& model, WindowContext& cx) {
+                                     const std::vector<Upload>& uploads, const protocol::ChainState& model,
+                                     WindowContext& cx) {
   std::map<std::uint16_t, const Upload*> by_uid;
   for (const auto& u : uploads) by_uid[u.uid] = &u;
   std::map<std::uint16_t, double> out;

@@ -29,6 +29,8 @@ enum class Counter : std::uint16_t {
   kStoreRequests,      // crucible_store_requests_total{op} (head, get, get_range, put, list, remove: calls made)
   kStoreBytesRead,     // crucible_store_bytes_read_total (object bytes read by get and get_range)
   kObserverPolls,      // crucible_observer_polls_total (validator: commitment reads by the observer)
+  kChainDesyncs,       // crucible_chain_desyncs_total{role,reason} (protocol::Desync names: a set not applied)
+  kCheckpointsLoaded,  // crucible_checkpoints_loaded_total{role} (the lead's checkpoint took the model forward)
   kCount_,
 };
 

@@ -15,6 +15,7 @@
 #include "crucible/chain/keccak.h"
 #include "crucible/common/status.h"
 #include "crucible/common/tensor_spec.h"
+#include "crucible/protocol/model_chain.h"
 
 namespace crucible::miner {
 
@@ -23,10 +24,8 @@ using model::TensorSpec;
 struct MinerState {
   std::optional<std::uint64_t> trained_window;   // last window whose gradient was made
   std::optional<std::uint64_t> uploaded_window;  // last window whose gradient was uploaded
-  std::optional<std::uint64_t> applied_window;   // last window whose aggregate is in the model
-  std::uint64_t global_step = 0;                 // aggregates applied
+  protocol::ChainState chain;                    // the model's place in the lead's set chain (window, basis, step)
   std::uint64_t inner_steps = 0;                 // AdamW steps taken (for the schedule)
-  chain::Hash32 basis{};                         // Keccak-256 of the last applied aggregate set
   std::vector<std::vector<float>> ef;            // error feedback, per tensor
 };
 

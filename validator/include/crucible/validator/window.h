@@ -21,6 +21,7 @@
 #include "crucible/kernels/backend.h"
 #include "crucible/kernels/error_feedback.h"
 #include "crucible/protocol/aggregation_set.h"
+#include "crucible/protocol/model_chain.h"
 #include "crucible/protocol/node_io.h"
 #include "crucible/protocol/rejection.h"
 #include "crucible/protocol/window_clock.h"
@@ -69,14 +70,6 @@ struct Upload {
   }
 };
 
-// The validator's copy of the global model and what it was built from.
-struct ModelState {
-  std::optional<std::uint64_t> window;  // last aggregate applied
-  chain::Hash32 basis{};                // Keccak of that set as published
-  model::TensorValues last_aggregate;   // for sync scores
-  std::vector<std::uint16_t> last_set;  // the members of that set
-};
-
 // A peer whose store timed out is not contacted for this many windows: a
 // silent store must not cost the fetch deadline every window.
 inline constexpr std::uint64_t kPeerCooldownWindows = 3;
@@ -91,7 +84,7 @@ struct Remembered {
 // Carried from window to window (and rebuilt by restore()).
 struct ValidatorState {
   std::map<std::uint16_t, MinerScore> scores;
-  ModelState model;
+  protocol::ChainState model;
   std::vector<Remembered> history;  // the last history_windows windows' updates and aggregates (replays)
   std::map<std::uint16_t, std::uint64_t> cooldown_until;  // uid -> first window it is contacted again
 };
@@ -173,12 +166,19 @@ Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Uplo
 // and load the lead's checkpoint when a set cannot be applied.
 Status advance_model(std::uint64_t w, const chain::Metagraph& mg, const std::optional<PublishedSet>& own,
                      ValidatorState& st, WindowContext& cx);
-// Applies a set from the packets the lead keeps in `lead` (its own store for the lead).
-Status apply_set(const protocol::AggregationSet& set, ByteSpan bytes, storage::ObjectStore& lead, ModelState& model,
-                 WindowContext& cx);
-// The lead's latest checkpoint, when it is past the model; whether one was loaded.
-Result<bool> load_lead_checkpoint(storage::ObjectStore& lead, ModelState& model, WindowContext& cx);
-Status save_model(const ModelState& model, WindowContext& cx);
+// The validator's model in the lead's set chain: cx.replica moved along
+// `state` by protocol::ModelChain (keeping the last merged update for sync).
+class ValidatorChain {
+ public:
+  ValidatorChain(protocol::ChainState& state, WindowContext& cx);
+  protocol::ModelChain* operator->() { return &chain_; }
+
+ private:
+  protocol::ChainModelOf<model::Replica> link_;
+  protocol::ModelChain chain_;
+};
+// state_dir/model.safetensors: the model with its chain state in its metadata.
+Status save_model(const protocol::ChainState& model, WindowContext& cx);
 
 // evaluate.cpp: Gauntlet losses for a sample of the valid uploads.
 struct Evaluated {
@@ -192,7 +192,8 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
 // positions; otherwise measured from its fingerprint file, which must carry
 // that same digest; the cap when neither holds.
 std::map<std::uint16_t, double> sync(std::uint64_t w, const std::vector<Evaluation>& evaluations,
-                                     const std::vector<Upload>& uploads, const ModelState& model, WindowContext& cx);
+                                     const std::vector<Upload>& uploads, const protocol::ChainState& model,
+                                     WindowContext& cx);
 
 // record.cpp: w's results, one RocksDB batch with the progress mark.
 std::vector<UidResult> window_results(const std::vector<Upload>& uploads, const WindowInput& input,
