@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Sets everything up (scripts/setup.sh), checks the formatting and the
-# functions' size (scripts/function_size.sh), then runs
+# Sets everything up (scripts/setup.sh), checks the formatting, the
+# functions' size (scripts/function_size.sh) and that every include runs
+# down the module floors (scripts/layers.sh), then runs
 # the whole test suite. Exits non-zero on any failure, and when a process
 # the suite started is still running after it. Extra arguments go to ctest
 # (e.g. -R Config).
@@ -10,6 +11,7 @@ cd "$ROOT"
 bash scripts/setup.sh
 bash scripts/format.sh --check
 bash scripts/function_size.sh
+bash scripts/layers.sh
 
 # Processes a test may start: none of them may outlive the suite. pgrep
 # matches the process name, which the kernel cuts to 15 characters.
