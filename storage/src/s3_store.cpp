@@ -19,6 +19,7 @@
 #include <boost/property_tree/xml_parser.hpp>
 
 #include "crucible/storage/peer_location.h"
+#include "crucible/storage/sigv4.h"
 
 namespace crucible::storage {
 

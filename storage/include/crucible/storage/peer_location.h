@@ -16,7 +16,7 @@
 #include <string_view>
 
 #include "crucible/storage/object_store.h"
-#include "crucible/storage/sigv4.h"
+#include "crucible/storage/s3_credentials.h"
 #include "crucible/storage/storage_options.h"
 
 namespace crucible::storage {

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "crucible/storage/object_store.h"
-#include "crucible/storage/sigv4.h"
+#include "crucible/storage/s3_credentials.h"
 
 namespace crucible::storage {
 

@@ -6,7 +6,7 @@
 
 #include "crucible/common/config.h"
 #include "crucible/storage/object_store.h"
-#include "crucible/storage/sigv4.h"
+#include "crucible/storage/s3_credentials.h"
 
 namespace crucible::storage {
 

@@ -8,16 +8,9 @@
 #include <utility>
 #include <vector>
 
-#include "crucible/common/secret.h"
+#include "crucible/storage/s3_credentials.h"
 
 namespace crucible::storage {
-
-struct S3Credentials {
-  std::string access_key_id;
-  Secret secret_access_key;
-  std::string session_token;  // temporary credentials; empty if none
-  bool empty() const noexcept { return access_key_id.empty(); }
-};
 
 struct SigV4Request {
   std::string method;                                        // "GET"
