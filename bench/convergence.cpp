@@ -439,7 +439,8 @@ class Crucible final : public Workers {
       }
       peers.push_back(std::move(p));
     }
-    return s.a.clip ? must(protocol::merge_updates(peers, specs), "merge") : merge_unclipped(peers, specs);
+    return s.a.clip ? must(protocol::merge_updates(peers, specs, *kernels::cpu_backend(1)), "merge")
+                    : merge_unclipped(peers, specs);
   }
   std::vector<model::TensorValues> buffers() const override {
     auto b = velocity_;

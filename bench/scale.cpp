@@ -413,7 +413,7 @@ GatherMerge gather_merge(const Args& a, int n, const std::vector<model::TensorSp
     }
     if (worst >= 0.5) fmt::print(stderr, "  (random updates look alike: {:.2f})\n", worst);
   });
-  timed("merge", [&] { must(protocol::merge_updates(peers, specs), "merge"); });
+  timed("merge", [&] { must(protocol::merge_updates(peers, specs, *kernels::cpu_backend(1)), "merge"); });
   fs::remove_all(folder);
   return g;
 }

@@ -242,7 +242,8 @@ Status Swarm::follow(std::uint64_t w, const std::atomic<bool>& stop) {
     CRUCIBLE_ASSIGN_OR_RETURN(auto set, protocol::decode_set(f->data));
     if (set.prev != p.applied) break;  // a gap: the swarm stays where it is (out of sync, scored so)
     if (!set.uids.empty()) {
-      CRUCIBLE_ASSIGN_OR_RETURN(auto merged, protocol::fetch_and_merge(set, *lead, p.specs, 1ull << 30));
+      CRUCIBLE_ASSIGN_OR_RETURN(auto merged,
+                                protocol::fetch_and_merge(set, *lead, p.specs, 1ull << 30, *kernels::cpu_backend(1)));
       CRUCIBLE_RETURN_IF_ERROR(p.replica->apply_update(merged, o_.protocol.outer_lr));
     }
     p.applied = v;

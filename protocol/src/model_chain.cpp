@@ -67,8 +67,8 @@ std::string_view to_string(Desync d) {
   return "unknown";
 }
 
-ModelChain::ModelChain(ChainModel& model, ChainState& state, ChainOptions options)
-    : model_(model), state_(state), o_(std::move(options)) {}
+ModelChain::ModelChain(ChainModel& model, ChainState& state, kernels::Backend& codec, ChainOptions options)
+    : model_(model), state_(state), codec_(codec), o_(std::move(options)) {}
 
 std::optional<Desync> ModelChain::desync(Desync d, std::uint64_t w, const Status& why) const {
   metrics::global().add(metrics::Counter::kChainDesyncs, 1, {{"role", o_.role}, {"reason", std::string(to_string(d))}});
@@ -103,7 +103,7 @@ Result<std::optional<Desync>> ModelChain::take(const AggregationSet& set, ByteSp
   }
   TensorValues merged;
   if (!set.uids.empty()) {
-    auto m = fetch_and_merge(set, packets, model_.specs(), o_.max_object_bytes, o_.codec);
+    auto m = fetch_and_merge(set, packets, model_.specs(), o_.max_object_bytes, codec_);
     if (!m.is_ok() && m.status().is_transient()) return m.status();
     if (!m.is_ok()) return desync(Desync::kPacketMissing, set.window, m.status());
     if (Status s = model_.apply_update(*m, o_.outer_lr); !s.is_ok()) {
@@ -160,7 +160,7 @@ void ModelChain::reload_last(storage::ObjectStore& sets) {
   if (!set.is_ok()) return;
   state_.last_set = set->uids;
   if (o_.keep_last && !set->uids.empty()) {
-    auto merged = fetch_and_merge(*set, sets, model_.specs(), o_.max_object_bytes, o_.codec);
+    auto merged = fetch_and_merge(*set, sets, model_.specs(), o_.max_object_bytes, codec_);
     if (merged.is_ok()) state_.last_aggregate = std::move(*merged);
   }
 }

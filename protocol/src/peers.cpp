@@ -62,7 +62,7 @@ Status store_set_packets(const AggregationSet& set, const std::vector<ByteSpan>&
 
 Result<TensorValues> fetch_and_merge(const AggregationSet& set, storage::ObjectStore& lead,
                                      const std::vector<TensorSpec>& specs, std::uint64_t max_packet_bytes,
-                                     kernels::Backend* codec) {
+                                     kernels::Backend& codec) {
   std::vector<PeerTensors> updates;
   packet::Limits limits;
   limits.max_packet_bytes = max_packet_bytes;

@@ -53,7 +53,7 @@ Result<std::uint64_t> expected_packet_bytes(const std::vector<TensorSpec>& specs
 }
 
 Result<TensorValues> merge_updates(const std::vector<PeerTensors>& peers, const std::vector<TensorSpec>& specs,
-                                   kernels::Backend* codec) {
+                                   kernels::Backend& codec) {
   std::vector<const PeerTensors*> sorted;
   for (const auto& p : peers) sorted.push_back(&p);
   std::sort(sorted.begin(), sorted.end(), [](auto* a, auto* b) { return a->uid < b->uid; });
@@ -65,9 +65,7 @@ Result<TensorValues> merge_updates(const std::vector<PeerTensors>& peers, const 
       if (p->tensors.size() != specs.size()) return invalid_argument("uid {}: wrong tensor count", p->uid);
       updates.push_back({p->uid, &p->tensors[i]});
     }
-    Status merged = codec != nullptr ? kernels::aggregate(*codec, std::move(updates), out[i])
-                                     : kernels::aggregate(std::move(updates), out[i]);
-    CRUCIBLE_RETURN_IF_ERROR(merged.with_context(specs[i].name));
+    CRUCIBLE_RETURN_IF_ERROR(kernels::aggregate(codec, std::move(updates), out[i]).with_context(specs[i].name));
   }
   return out;
 }

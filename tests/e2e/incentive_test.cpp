@@ -247,7 +247,7 @@ class IncentiveTest : public NetworkBase {
         if (!set_bytes) return;
         auto set = protocol::decode_set(*set_bytes);
         if (!set.is_ok() || set->uids.empty()) return;
-        auto merged = protocol::fetch_and_merge(*set, lead, specs_, 1 << 30);
+        auto merged = protocol::fetch_and_merge(*set, lead, specs_, 1 << 30, *kernels::cpu_backend(1));
         if (merged.is_ok()) upload(a, w, *merged);
         return;
       }
@@ -316,7 +316,7 @@ class IncentiveTest : public NetworkBase {
       ASSERT_TRUE(set.is_ok()) << set.status();
       ASSERT_EQ(set->prev, t.applied) << "the trainer missed a set";
       if (!set->uids.empty()) {
-        auto merged = protocol::fetch_and_merge(*set, lead, specs_, 1 << 30);
+        auto merged = protocol::fetch_and_merge(*set, lead, specs_, 1 << 30, *kernels::cpu_backend(1));
         ASSERT_TRUE(merged.is_ok()) << merged.status();
         ASSERT_TRUE(t.replica->apply_update(*merged, protocol::Options{}.outer_lr).is_ok());
       }

@@ -65,7 +65,7 @@ class ModelChainTest : public ::testing::Test {
     lead_ = std::shared_ptr<storage::ObjectStore>(std::move(*s));
   }
 
-  ChainOptions options() const { return {0.5, 1 << 20, "tiny-model", "test", true, nullptr}; }
+  ChainOptions options() const { return {0.5, 1 << 20, "tiny-model", "test", true}; }
 
   // Publishes w's set on `prev` with one member per scale (its packet in
   // the lead's store); returns the set's bytes and the merged update.
@@ -89,7 +89,7 @@ class ModelChainTest : public ::testing::Test {
     const std::string text = encode_set(set);
     Bytes bytes(text.begin(), text.end());
     EXPECT_TRUE(lead_->put(keys::aggregate(w), bytes).is_ok());
-    return {bytes, peers.empty() ? TensorValues{} : *merge_updates(peers, specs_)};
+    return {bytes, peers.empty() ? TensorValues{} : *merge_updates(peers, specs_, *host_)};
   }
 
   // The model and state a desync must leave as they were.
@@ -105,12 +105,13 @@ class ModelChainTest : public ::testing::Test {
   testing::TempDir dir_;
   std::vector<TensorSpec> specs_{{"a", {16, 16}}, {"b", {8}}};
   std::shared_ptr<storage::ObjectStore> lead_;
+  std::unique_ptr<kernels::Backend> host_ = kernels::cpu_backend(1);
 };
 
 TEST_F(ModelChainTest, AppliesTheSetThatBuildsOnTheModelsWindowAndNoOther) {
   VectorModel model(specs_);
   ChainState state;
-  ModelChain chain(model, state, options());
+  ModelChain chain(model, state, *host_, options());
   auto [bytes3, merged3] = publish(3, std::nullopt, {1.0f, 2.0f});
   auto applied = chain.advance(3, *lead_);
   ASSERT_TRUE(applied.is_ok()) << applied.status();
@@ -133,7 +134,7 @@ TEST_F(ModelChainTest, AppliesTheSetThatBuildsOnTheModelsWindowAndNoOther) {
 TEST_F(ModelChainTest, EachDesyncLeavesModelAndStateAsTheyWereAndIsCounted) {
   VectorModel model(specs_);
   ChainState state;
-  ModelChain chain(model, state, options());
+  ModelChain chain(model, state, *host_, options());
   publish(3, std::nullopt, {1.0f});
   ASSERT_FALSE(chain.advance(3, *lead_)->has_value());
   const TensorValues theta = model.theta;
@@ -188,7 +189,7 @@ TEST_F(ModelChainTest, EachDesyncLeavesModelAndStateAsTheyWereAndIsCounted) {
 TEST_F(ModelChainTest, AStoreThatCannotBeReadIsATransientErrorNotADesync) {
   VectorModel model(specs_);
   ChainState state;
-  ModelChain chain(model, state, options());
+  ModelChain chain(model, state, *host_, options());
   publish(3, std::nullopt, {1.0f});
   storage::FaultOptions faults;
   faults.error_rate = 1.0;
@@ -205,7 +206,7 @@ TEST_F(ModelChainTest, AStoreThatCannotBeReadIsATransientErrorNotADesync) {
 TEST_F(ModelChainTest, PublishedAfterListsTheLaterWindowsInOrder) {
   VectorModel model(specs_);
   ChainState state;
-  ModelChain chain(model, state, options());
+  ModelChain chain(model, state, *host_, options());
   for (std::uint64_t w : {12, 3, 7}) publish(w, std::nullopt, {});
   EXPECT_EQ(*chain.published_after(*lead_, 100), (std::vector<std::uint64_t>{3, 7, 12}));
   state.window = 7;
@@ -216,7 +217,7 @@ TEST_F(ModelChainTest, PublishedAfterListsTheLaterWindowsInOrder) {
 TEST_F(ModelChainTest, LoadsOnlyANewerCheckpointOfItsOwnModelAndTakesItsPlaceInTheChain) {
   VectorModel model(specs_);
   ChainState state;
-  ModelChain chain(model, state, options());
+  ModelChain chain(model, state, *host_, options());
   EXPECT_FALSE(*chain.load_newer_checkpoint(*lead_));  // none yet
   std::vector<std::vector<float>> values{std::vector<float>(256, 0.25f), std::vector<float>(8, -1.0f)};
   std::vector<safetensors::TensorView> views;
@@ -248,12 +249,12 @@ TEST_F(ModelChainTest, LoadsOnlyANewerCheckpointOfItsOwnModelAndTakesItsPlaceInT
 TEST_F(ModelChainTest, ReloadLastReadsTheLastSetBackAfterARestart) {
   VectorModel model(specs_);
   ChainState state;
-  ModelChain chain(model, state, options());
+  ModelChain chain(model, state, *host_, options());
   auto [bytes, merged] = publish(3, std::nullopt, {1.0f, 3.0f});
   ASSERT_FALSE(chain.advance(3, *lead_)->has_value());
   ChainState restarted = *ChainState::from_metadata(state.metadata());
   EXPECT_TRUE(restarted.last_set.empty());
-  ModelChain again(model, restarted, options());
+  ModelChain again(model, restarted, *host_, options());
   again.reload_last(*lead_);
   EXPECT_EQ(restarted.last_set, state.last_set);
   EXPECT_EQ(restarted.last_aggregate, merged);

@@ -94,20 +94,21 @@ TEST_F(PeersTest, ASetIsAppliedFromTheLeadsCopiesWhateverMembersDo) {
   }
   auto lead = storage::LocalStore::open(dir_.path() / "lead");
   ASSERT_TRUE(lead.is_ok());
+  auto host = kernels::cpu_backend(1);
   EXPECT_FALSE(store_set_packets(set, {sealed_packets[0]}, **lead).is_ok());  // one packet per member
   ASSERT_TRUE(store_set_packets(set, {sealed_packets[0], sealed_packets[1]}, **lead).is_ok());
   // The members' own buckets play no part: they may withdraw their packets.
-  auto merged = fetch_and_merge(set, **lead, specs, 1 << 20);
+  auto merged = fetch_and_merge(set, **lead, specs, 1 << 20, *host);
   ASSERT_TRUE(merged.is_ok()) << merged.status();
-  EXPECT_EQ(*merged, *merge_updates(expected, specs));
+  EXPECT_EQ(*merged, *merge_updates(expected, specs, *host));
   auto wrong = set;
   wrong.digests[1] = test::h(7);  // another packet than the set names
-  auto refused = fetch_and_merge(wrong, **lead, specs, 1 << 20);
+  auto refused = fetch_and_merge(wrong, **lead, specs, 1 << 20, *host);
   EXPECT_EQ(refused.status().code(), StatusCode::kDataLoss);
   EXPECT_NE(refused.status().message().find("uid " + std::to_string(u2)), std::string::npos);
-  EXPECT_FALSE(fetch_and_merge(set, **lead, specs, 100).is_ok());  // over the size cap
+  EXPECT_FALSE(fetch_and_merge(set, **lead, specs, 100, *host).is_ok());  // over the size cap
   ASSERT_TRUE((*lead)->remove(keys::set_packet(5, u1)).is_ok());
-  auto missing = fetch_and_merge(set, **lead, specs, 1 << 20);
+  auto missing = fetch_and_merge(set, **lead, specs, 1 << 20, *host);
   EXPECT_FALSE(missing.is_ok());
   EXPECT_NE(missing.status().message().find("uid " + std::to_string(u1)), std::string::npos);
 }

@@ -25,17 +25,18 @@ TEST(MergeUpdates, IsIndependentOfPeerOrderAndMatchesTheKernel) {
   std::vector<TensorSpec> specs{{"a", {64, 64}}, {"b", {32}}};
   PeerTensors one{3, *decode_update(packet_for(specs, 1), specs)};
   PeerTensors two{1, *decode_update(packet_for(specs, 3), specs)};
-  auto ab = merge_updates({one, two}, specs);
-  auto ba = merge_updates({two, one}, specs);
+  auto host = kernels::cpu_backend(1);
+  auto ab = merge_updates({one, two}, specs, *host);
+  auto ba = merge_updates({two, one}, specs, *host);
   ASSERT_TRUE(ab.is_ok() && ba.is_ok());
   EXPECT_EQ(*ab, *ba);  // bit for bit
   // Alone, a peer's merge is its own decoded update (the median norm is its own).
-  auto solo = merge_updates({one}, specs);
+  auto solo = merge_updates({one}, specs, *host);
   std::vector<float> dense(64 * 64);
   ASSERT_TRUE(kernels::decompress(one.tensors[0], dense).is_ok());
   EXPECT_EQ((*solo)[0], dense);
   PeerTensors short_one{4, {one.tensors[0]}};
-  EXPECT_EQ(merge_updates({one, short_one}, specs).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(merge_updates({one, short_one}, specs, *host).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

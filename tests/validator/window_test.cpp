@@ -230,6 +230,7 @@ class ValidatorInProcess : public ::testing::Test {
     std::unique_ptr<protocol::PeerDirectory> peers;
     std::unique_ptr<storage::StateStore> db;
     std::unique_ptr<model::Replica> replica;
+    std::unique_ptr<kernels::Backend> codec = kernels::cpu_backend(1);
     std::atomic<bool> stop{false};
   };
   std::unique_ptr<Parts> parts(std::shared_ptr<chain::Chain> chain = nullptr) {
@@ -253,7 +254,7 @@ class ValidatorInProcess : public ::testing::Test {
     return WindowContext{o_,        p.io,       protocol::WindowClock(o_.protocol),
                          *p.peers,  *p.db,      *dataset_,
                          heldout(), *p.replica, validator_uid_,
-                         7,         p.stop};
+                         7,         p.stop,     *p.codec};
   }
 
   testing::TempDir dir_;

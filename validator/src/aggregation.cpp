@@ -55,9 +55,8 @@ Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Uplo
 
 ValidatorChain::ValidatorChain(protocol::ChainState& state, WindowContext& cx)
     : link_(cx.replica),
-      chain_(link_, state,
-             {cx.o.protocol.outer_lr, cx.o.storage.max_object_bytes, cx.o.model.canonical(), "validator", true,
-              cx.codec}) {}
+      chain_(link_, state, cx.codec,
+             {cx.o.protocol.outer_lr, cx.o.storage.max_object_bytes, cx.o.model.canonical(), "validator", true}) {}
 
 Status save_model(const protocol::ChainState& model, WindowContext& cx) {
   safetensors::Metadata meta = model.metadata();

@@ -52,8 +52,7 @@ Result<model::TensorValues> dense(std::uint64_t w, const Upload& u, WindowContex
   model::TensorValues d(tensors.size());
   for (std::size_t t = 0; t < tensors.size(); ++t) {
     d[t].assign(static_cast<std::size_t>(cx.replica.specs()[t].numel()), 0.0f);
-    CRUCIBLE_RETURN_IF_ERROR(cx.codec != nullptr ? kernels::decompress(*cx.codec, tensors[t], d[t])
-                                                 : kernels::decompress(tensors[t], d[t]));
+    CRUCIBLE_RETURN_IF_ERROR(kernels::decompress(cx.codec, tensors[t], d[t]));
   }
   return d;
 }

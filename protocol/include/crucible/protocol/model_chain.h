@@ -82,14 +82,13 @@ struct ChainOptions {
   std::string model_canonical;         // ModelConfig::canonical: checkpoints of other shapes are refused
   std::string role;                    // the metrics' role label: "miner" or "validator"
   bool keep_last = false;              // keep the last set's merged update (the validator's sync scores)
-  kernels::Backend* codec = nullptr;   // decode and merge on it (null: the host)
 };
 
 class ModelChain {
  public:
   // The chain moves `model` and `state` (both owned by the node, which
-  // persists the state with its model).
-  ModelChain(ChainModel& model, ChainState& state, ChainOptions options);
+  // persists the state with its model); sets are decoded and merged on `codec`.
+  ModelChain(ChainModel& model, ChainState& state, kernels::Backend& codec, ChainOptions options);
 
   const ChainState& state() const { return state_; }
 
@@ -122,6 +121,7 @@ class ModelChain {
 
   ChainModel& model_;
   ChainState& state_;
+  kernels::Backend& codec_;
   ChainOptions o_;
 };
 

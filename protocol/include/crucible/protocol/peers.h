@@ -60,6 +60,6 @@ Status store_set_packets(const AggregationSet& set, const std::vector<ByteSpan>&
 // same set or none. The merge runs on `codec` (merge_updates).
 Result<TensorValues> fetch_and_merge(const AggregationSet& set, storage::ObjectStore& lead,
                                      const std::vector<TensorSpec>& specs, std::uint64_t max_packet_bytes,
-                                     kernels::Backend* codec = nullptr);
+                                     kernels::Backend& codec);
 
 }  // namespace crucible::protocol

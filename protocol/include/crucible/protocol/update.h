@@ -35,9 +35,9 @@ struct PeerTensors {
 };
 
 // Dense aggregate per tensor; peers are taken in ascending uid order. The
-// merge runs on `codec` (the node's device, kernels/backend_codec.h), or on
-// the host's CPU on one thread when it is null; the bytes are the same.
+// merge runs on `codec` (the node's device, kernels::backend_for; the
+// host's is kernels::cpu_backend): the bytes are the same on every one.
 Result<TensorValues> merge_updates(const std::vector<PeerTensors>& peers, const std::vector<TensorSpec>& specs,
-                                   kernels::Backend* codec = nullptr);
+                                   kernels::Backend& codec);
 
 }  // namespace crucible::protocol

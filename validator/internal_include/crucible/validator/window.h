@@ -101,7 +101,7 @@ struct WindowContext {
   std::uint16_t uid = 0;           // this validator's
   std::uint64_t private_seed = 0;  // seeds the evaluation choice and the random data
   const std::atomic<bool>& stop;
-  kernels::Backend* codec = nullptr;  // decode and merge: validator.device (null: the host, one thread)
+  kernels::Backend& codec;  // decode and merge: validator.device
 
   chain::Chain& chain() { return *io.chain; }
 };
