@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <queue>
 #include <set>
 #include <tuple>
@@ -468,96 +469,122 @@ void BpeTrainer::add_text(std::string_view text) {
   for (std::string_view w : pre_tokenize(text)) ++counts_[std::string(w)];
 }
 
+namespace {
+
+// The trainer's working set: every distinct word as symbols (with its
+// count), each adjacent pair's count and the words that hold it, and a
+// max-heap of pairs by count whose stale entries are skipped.
+class PairCounts {
+ public:
+  using Key = std::uint64_t;  // Tokenizer::pair_key(a, b)
+  static Key key_of(std::uint32_t a, std::uint32_t b) { return (Key{a} << 32) | b; }
+
+  // Words in a fixed order, so that training does not depend on hash order.
+  explicit PairCounts(const std::unordered_map<std::string, std::int64_t>& counts) {
+    std::vector<std::pair<std::string, std::int64_t>> sorted(counts.begin(), counts.end());
+    std::sort(sorted.begin(), sorted.end());
+    words_.reserve(sorted.size());
+    for (auto& [w, c] : sorted) {
+      Word word{{}, c};
+      for (unsigned char ch : w) word.syms.push_back(ch);
+      words_.push_back(std::move(word));
+    }
+    std::set<Key> touched;
+    for (std::uint32_t wi = 0; wi < words_.size(); ++wi) count_pairs(words_[wi].syms, words_[wi].count, wi, touched);
+    for (auto& [key, c] : pair_count_) heap_.push({c, key});
+  }
+
+  // The most frequent pair (ties: the lower key) and its count; none when
+  // no pair is left.
+  std::optional<std::pair<std::int64_t, Key>> best() {
+    while (!heap_.empty()) {
+      auto [count, key] = heap_.top();
+      heap_.pop();
+      auto it = pair_count_.find(key);
+      if (it != pair_count_.end() && it->second == count) return std::pair(count, key);
+    }
+    return std::nullopt;
+  }
+
+  // Every occurrence of the pair `key` becomes the symbol `id`; the counts
+  // of the pairs that changed go back on the heap.
+  void merge(Key key, std::uint32_t id) {
+    const auto a = static_cast<std::uint32_t>(key >> 32), b = static_cast<std::uint32_t>(key & 0xFFFFFFFF);
+    std::set<Key> touched;
+    std::set<std::uint32_t> affected = std::move(where_[key]);
+    where_.erase(key);
+    for (std::uint32_t wi : affected) {
+      auto& s = words_[wi].syms;
+      std::vector<std::uint32_t> merged;
+      merged.reserve(s.size());
+      for (std::size_t k = 0; k < s.size(); ++k) {
+        const bool hit = k + 1 < s.size() && s[k] == a && s[k + 1] == b;
+        merged.push_back(hit ? id : s[k]);
+        if (hit) ++k;
+      }
+      if (merged.size() == s.size()) continue;  // no longer holds the pair
+      count_pairs(s, -words_[wi].count, wi, touched);
+      count_pairs(merged, words_[wi].count, wi, touched);
+      s = std::move(merged);
+    }
+    pair_count_.erase(key);
+    for (Key k : touched) {
+      auto c = pair_count_.find(k);
+      if (c == pair_count_.end()) continue;
+      if (c->second <= 0) {
+        pair_count_.erase(c);
+      } else {
+        heap_.push({c->second, k});
+      }
+    }
+  }
+
+ private:
+  struct Word {
+    std::vector<std::uint32_t> syms;
+    std::int64_t count;
+  };
+  using Entry = std::pair<std::int64_t, Key>;
+  struct Worse {  // max-heap on the count, then the lower key
+    bool operator()(const Entry& x, const Entry& y) const {
+      return x.first != y.first ? x.first < y.first : x.second > y.second;
+    }
+  };
+
+  void count_pairs(const std::vector<std::uint32_t>& s, std::int64_t delta, std::uint32_t wi, std::set<Key>& touched) {
+    for (std::size_t k = 0; k + 1 < s.size(); ++k) {
+      const Key key = key_of(s[k], s[k + 1]);
+      pair_count_[key] += delta;
+      if (delta > 0) where_[key].insert(wi);
+      touched.insert(key);
+    }
+  }
+
+  std::vector<Word> words_;
+  std::unordered_map<Key, std::int64_t> pair_count_;
+  std::unordered_map<Key, std::set<std::uint32_t>> where_;
+  std::priority_queue<Entry, std::vector<Entry>, Worse> heap_;
+};
+
+}  // namespace
+
 Result<Tokenizer> BpeTrainer::train(const TrainOptions& o,
                                     const std::function<void(std::size_t, std::size_t)>& progress) const {
   if (o.vocab_size < 257 + 1) return invalid_argument("tokenizer vocab_size {} is below 258", o.vocab_size);
   if (o.eos_token.empty()) return invalid_argument("tokenizer: empty end-of-text token");
   Tokenizer t;
   for (int b = 0; b < 256; ++b) t.tokens_.push_back(std::string(1, static_cast<char>(b)));
-
-  // Words in a fixed order so that training does not depend on hash order.
-  std::vector<std::pair<std::string, std::int64_t>> sorted(counts_.begin(), counts_.end());
-  std::sort(sorted.begin(), sorted.end());
-  struct Word {
-    std::vector<std::uint32_t> syms;
-    std::int64_t count;
-  };
-  std::vector<Word> words;
-  words.reserve(sorted.size());
-  for (auto& [w, c] : sorted) {
-    Word word{{}, c};
-    for (unsigned char ch : w) word.syms.push_back(ch);
-    words.push_back(std::move(word));
-  }
-  std::unordered_map<std::uint64_t, std::int64_t> pair_count;
-  std::unordered_map<std::uint64_t, std::set<std::uint32_t>> where;
-  for (std::uint32_t wi = 0; wi < words.size(); ++wi) {
-    const auto& s = words[wi].syms;
-    for (std::size_t k = 0; k + 1 < s.size(); ++k) {
-      auto key = Tokenizer::pair_key(s[k], s[k + 1]);
-      pair_count[key] += words[wi].count;
-      where[key].insert(wi);
-    }
-  }
-  // Max-heap on (count, then the lower pair key).
-  using Entry = std::pair<std::int64_t, std::uint64_t>;
-  auto worse = [](const Entry& a, const Entry& b) {
-    return a.first != b.first ? a.first < b.first : a.second > b.second;
-  };
-  std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> heap(worse);
-  for (auto& [key, c] : pair_count) heap.push({c, key});
-
+  PairCounts pairs(counts_);
   const std::size_t target = o.vocab_size - 1;  // the end-of-text token comes last
   const std::size_t total = target - 256;
-  while (t.tokens_.size() < target && !heap.empty()) {
-    auto [count, key] = heap.top();
-    heap.pop();
-    auto it = pair_count.find(key);
-    if (it == pair_count.end() || it->second != count) continue;  // stale entry
-    if (count < o.min_frequency) break;
+  while (t.tokens_.size() < target) {
+    auto next = pairs.best();
+    if (!next || next->first < o.min_frequency) break;
+    const PairCounts::Key key = next->second;
     auto a = static_cast<std::uint32_t>(key >> 32), b = static_cast<std::uint32_t>(key & 0xFFFFFFFF);
-    auto id = static_cast<std::uint32_t>(t.tokens_.size());
     t.tokens_.push_back(t.tokens_[a] + t.tokens_[b]);
     t.merge_list_.emplace_back(a, b);
-    // Each affected word: remove its old pairs, merge, add its new pairs.
-    std::set<std::uint64_t> touched;
-    auto count_pairs = [&](const std::vector<std::uint32_t>& s, std::int64_t delta, std::uint32_t wi) {
-      for (std::size_t k = 0; k + 1 < s.size(); ++k) {
-        auto k2 = Tokenizer::pair_key(s[k], s[k + 1]);
-        pair_count[k2] += delta;
-        if (delta > 0) where[k2].insert(wi);
-        touched.insert(k2);
-      }
-    };
-    std::set<std::uint32_t> affected = std::move(where[key]);
-    where.erase(key);
-    for (std::uint32_t wi : affected) {
-      auto& s = words[wi].syms;
-      std::vector<std::uint32_t> merged;
-      merged.reserve(s.size());
-      for (std::size_t k = 0; k < s.size(); ++k) {
-        if (k + 1 < s.size() && s[k] == a && s[k + 1] == b) {
-          merged.push_back(id);
-          ++k;
-        } else {
-          merged.push_back(s[k]);
-        }
-      }
-      if (merged.size() == s.size()) continue;  // no longer holds the pair
-      count_pairs(s, -words[wi].count, wi);
-      count_pairs(merged, words[wi].count, wi);
-      s = std::move(merged);
-    }
-    pair_count.erase(key);
-    for (std::uint64_t k2 : touched) {
-      auto c2 = pair_count.find(k2);
-      if (c2 == pair_count.end()) continue;
-      if (c2->second <= 0) {
-        pair_count.erase(c2);
-      } else {
-        heap.push({c2->second, k2});
-      }
-    }
+    pairs.merge(key, static_cast<std::uint32_t>(t.tokens_.size() - 1));
     if (progress && (t.merge_list_.size() % 64 == 0)) progress(t.merge_list_.size(), total);
   }
   t.tokens_.push_back(o.eos_token);
