@@ -97,13 +97,8 @@ Status MinerNode::run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
   std::uint32_t done = 0;
   while (!stop.load()) {
-    auto head = m.block_number(stop);
-    if (!head.is_ok()) {
-      if (stop.load()) break;
-      log::error("cannot read the chain's head; retrying", {{"error", head.status().to_string()}});
-      m.io.clock->sleep(4 * kPoll, stop);
-      continue;
-    }
+    auto head = protocol::chain_head(m.io, stop);
+    if (!head) continue;
     const std::uint64_t w = m.clock.window_of(*head);
     metrics::global().set(metrics::Gauge::kWindow, static_cast<double>(w), {{"role", "miner"}});
     if (m.state.trained_window && *m.state.trained_window >= w) {

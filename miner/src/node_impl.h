@@ -23,7 +23,7 @@
 
 namespace crucible::miner {
 
-inline constexpr auto kPoll = std::chrono::milliseconds(250);
+using protocol::kPoll;
 inline constexpr std::size_t kMaxListedAggregates = 100'000;  // aggregate/ keys read from the lead's store
 inline constexpr std::uint64_t kRateBlocks = 20;              // blocks averaged for the block interval
 

@@ -377,13 +377,8 @@ Status ValidatorNode::run(const std::atomic<bool>& stop, const Observer* observe
   if (!observed) own.start();
   const Observer& observer = observed ? *observed : own;
   while (!stop.load()) {
-    auto head = retry_transient("block number", *m.io.clock, stop, [&] { return m.io.chain->block_number(); });
-    if (!head.is_ok()) {
-      if (stop.load()) break;
-      log::error("cannot read the chain's head; retrying", {{"error", head.status().to_string()}});
-      m.io.clock->sleep(4 * kPoll, stop);
-      continue;
-    }
+    auto head = protocol::chain_head(m.io, stop);
+    if (!head) continue;
     const std::uint64_t current = m.clock.window_of(*head);
     if (!observed) m.feed_observer(own, *head, next, current);
     if (!started) {  // a fresh validator starts with the window under way, or where configured

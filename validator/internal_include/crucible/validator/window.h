@@ -40,7 +40,7 @@ inline constexpr std::uint64_t kWindowSeedMixer = 0x9E3779B97F4A7C15ull;
 inline constexpr std::uint64_t kOwnDataSalt = 0x6f776e2d64617461ull;  // "own-data": the own samples' draw
 inline constexpr std::uint16_t kRandomPoolUidBase = 60000;
 inline constexpr std::uint16_t kRandomPoolUidSpan = 5000;
-inline constexpr auto kPoll = std::chrono::milliseconds(250);
+using protocol::kPoll;
 
 // One uid's upload for the window, after every check.
 struct Upload {
