@@ -18,17 +18,10 @@ int main(int argc, char** argv) {
   return cli::guarded_main([&] {
     CLI::App app{"crucible-miner: trains on its assigned data and publishes compressed pseudo-gradients",
                  "crucible-miner"};
-    cli::NodeArgs args;
+    constexpr auto kRole = cli::Role::kMiner;
     cli::NodeConfig config;
-    if (auto rc = cli::start_node(app, cli::Role::kMiner, argc, argv, environ, args, config)) return *rc;
-    int rc = cli::kExitOk;
-    auto key = cli::open_node_wallet(args, rc);
-    if (!key) return rc;
-    if (Status data = cli::check_node_data(config, cli::Role::kMiner); !data.is_ok()) {
-      log::error("the miner cannot start", {{"error", data.to_string()}});
-      return cli::exit_code_of(data);
-    }
-    cli::stop_on_signals(&g_stop);
+    std::optional<chain::PrivateKey> key;
+    if (auto rc = cli::prepare_node(app, kRole, argc, argv, environ, config, key, &g_stop)) return *rc;
 
     std::unique_ptr<miner::MetricsServer> metrics_server;
     if (config.miner.metrics_port != 0) {
@@ -50,21 +43,11 @@ int main(int argc, char** argv) {
 
     miner::MinerNodeOptions options{config.protocol, config.chain, config.storage, config.model, config.miner};
     auto io = cli::make_node_io(config, *key, config.storage.retry_policy().deadline);
-    if (!io.is_ok()) {
-      log::error("the miner cannot start", {{"error", io.status().to_string()}});
-      return cli::exit_code_of(io.status());
-    }
+    if (!io.is_ok()) return cli::node_failed(kRole, "cannot start", io.status());
     auto node = miner::MinerNode::create(options, *key, std::move(*io));
-    if (!node.is_ok()) {
-      log::error("the miner cannot start", {{"error", node.status().to_string()}});
-      return cli::exit_code_of(node.status());
-    }
+    if (!node.is_ok()) return cli::node_failed(kRole, "cannot start", node.status());
     if (metrics_server) metrics_server->set_uid((*node)->uid());
     Status st = (*node)->run(g_stop);
-    if (!st.is_ok()) {
-      log::error("the miner stopped on an error", {{"error", st.to_string()}});
-      return cli::exit_code_of(st);
-    }
-    return cli::kExitOk;
+    return st.is_ok() ? cli::kExitOk : cli::node_failed(kRole, "stopped on an error", st);
   });
 }

@@ -263,4 +263,22 @@ void stop_on_signals(std::atomic<bool>* stop) {
   sigaction(SIGINT, &sa, nullptr);
 }
 
+std::optional<int> prepare_node(CLI::App& app, Role role, int argc, char** argv, char** envp, NodeConfig& config,
+                                std::optional<chain::PrivateKey>& key, std::atomic<bool>* stop) {
+  NodeArgs args;
+  if (auto rc = start_node(app, role, argc, argv, envp, args, config)) return rc;
+  int rc = kExitOk;
+  key = open_node_wallet(args, rc);
+  if (!key) return rc;
+  if (Status data = check_node_data(config, role); !data.is_ok()) return node_failed(role, "cannot start", data);
+  stop_on_signals(stop);
+  return std::nullopt;
+}
+
+int node_failed(Role role, std::string_view what, const Status& st) {
+  const char* name = role == Role::kMiner ? "miner" : role == Role::kValidator ? "validator" : "node";
+  log::error(fmt::format("the {} {}", name, what), {{"error", st.to_string()}});
+  return exit_code_of(st);
+}
+
 }  // namespace crucible::cli

@@ -17,17 +17,10 @@ int main(int argc, char** argv) {
   using namespace crucible;
   return cli::guarded_main([&] {
     CLI::App app{"crucible-validator: scores miners' updates, aggregates them and posts weights", "crucible-validator"};
-    cli::NodeArgs args;
+    constexpr auto kRole = cli::Role::kValidator;
     cli::NodeConfig config;
-    if (auto rc = cli::start_node(app, cli::Role::kValidator, argc, argv, environ, args, config)) return *rc;
-    int rc = cli::kExitOk;
-    auto key = cli::open_node_wallet(args, rc);
-    if (!key) return rc;
-    if (Status data = cli::check_node_data(config, cli::Role::kValidator); !data.is_ok()) {
-      log::error("the validator cannot start", {{"error", data.to_string()}});
-      return cli::exit_code_of(data);
-    }
-    cli::stop_on_signals(&g_stop);
+    std::optional<chain::PrivateKey> key;
+    if (auto rc = cli::prepare_node(app, kRole, argc, argv, environ, config, key, &g_stop)) return *rc;
 
     validator::ValidatorNodeOptions options{config.protocol, config.chain,     config.storage,
                                             config.model,    config.validator, config.api};
@@ -35,15 +28,9 @@ int main(int argc, char** argv) {
     const auto peer_deadline =
         std::chrono::milliseconds(static_cast<std::int64_t>(config.validator.fetch_deadline_s * 1000));
     auto io = cli::make_node_io(config, *key, peer_deadline);
-    if (!io.is_ok()) {
-      log::error("the validator cannot start", {{"error", io.status().to_string()}});
-      return cli::exit_code_of(io.status());
-    }
+    if (!io.is_ok()) return cli::node_failed(kRole, "cannot start", io.status());
     auto node = validator::ValidatorNode::create(options, *key, std::move(*io));
-    if (!node.is_ok()) {
-      log::error("the validator cannot start", {{"error", node.status().to_string()}});
-      return cli::exit_code_of(node.status());
-    }
+    if (!node.is_ok()) return cli::node_failed(kRole, "cannot start", node.status());
     std::unique_ptr<validator::ApiServer> api;
     if (config.api.port != 0) {
       auto s = validator::ApiServer::start(config.api, (*node)->state(), config.protocol.scoring);
@@ -55,10 +42,6 @@ int main(int argc, char** argv) {
       log::info("score API listening", {{"url", fmt::format("http://{}:{}/v1/scores", config.api.bind, api->port())}});
     }
     Status st = (*node)->run(g_stop);
-    if (!st.is_ok()) {
-      log::error("the validator stopped on an error", {{"error", st.to_string()}});
-      return cli::exit_code_of(st);
-    }
-    return cli::kExitOk;
+    return st.is_ok() ? cli::kExitOk : cli::node_failed(kRole, "stopped on an error", st);
   });
 }

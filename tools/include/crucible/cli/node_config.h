@@ -117,4 +117,15 @@ void stop_on_signals(std::atomic<bool>* stop);
 std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, char** envp, NodeArgs& args,
                               NodeConfig& config);
 
+// All a node binary does before it builds its node: start_node, the
+// wallet, check_node_data, and SIGTERM/SIGINT to *stop. Returns the exit
+// code when the process must end now (having logged why); else `config`
+// and `key` are set.
+std::optional<int> prepare_node(CLI::App& app, Role role, int argc, char** argv, char** envp, NodeConfig& config,
+                                std::optional<chain::PrivateKey>& key, std::atomic<bool>* stop);
+
+// Logs "the <role> <what>" with the error and returns its exit code
+// (exit_code_of): how a node binary ends on a failed step.
+int node_failed(Role role, std::string_view what, const Status& st);
+
 }  // namespace crucible::cli
