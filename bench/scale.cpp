@@ -156,74 +156,66 @@ struct Measured {
 const std::vector<std::string> kSteps = {"metagraph", "gather", "copies", "evaluate", "sync",     "score",
                                          "set",       "record", "merge",  "remember", "progress", "weights"};
 
-Measured run_one(const Args& a, int n, const cli::NodeConfig& net, const fs::path& data) {
-  Measured m;
-  m.miners = n;
-  const auto setup_start = std::chrono::steady_clock::now();
-  const fs::path run = fs::path(a.dir) / fmt::format("n{}", n);
-  fs::remove_all(run);
-  fs::create_directories(run / "logs");
+// The validator (uid 0, staked, with its permit) and the swarm's N keys,
+// funded, registered, each with its store location published. S3: the
+// server the tests use, one user for the swarm (a bucket per uid, its
+// read-only keys published) and one for the validator.
+struct Network {
+  std::unique_ptr<chain::LocalChain> local;
+  chain::ChainOptions chain;
+  std::optional<chain::PrivateKey> validator_key;
+  std::unique_ptr<cli::DemoS3> s3;
+  std::string validator_storage;  // its [storage] section
+  std::unique_ptr<swarm::Swarm> swarm;
+  protocol::Options protocol;
+};
 
+Network start_network(const Args& a, int n, const cli::NodeConfig& net, const fs::path& data, const fs::path& run) {
+  Network nw;
   chain::LocalChainOptions co;
   co.anvil_path = (source_dir() / "tools/node_modules/.bin/anvil").string();
   co.work_dir = (run / "chain").string();
   co.block_time_s = 0;  // registration mines a block per transaction; windows start later
   co.max_uids = static_cast<std::uint16_t>(n + 1);
-  auto local = must(chain::LocalChain::start(co), "local chain");
-  must(local->set_hyperparameter("burn_increase_mille", 1000), "burn");
-  chain::ChainOptions chain_opts = net.chain;
-  chain_opts.rpc_url = local->url();
-  chain_opts.netuid = local->netuid();
-  const auto evm = chain::to_evm_options(chain_opts);
-
-  // The validator: uid 0, staked, with its permit.
-  const chain::PrivateKey vkey = local->dev_keys()[1];
+  nw.local = must(chain::LocalChain::start(co), "local chain");
+  must(nw.local->set_hyperparameter("burn_increase_mille", 1000), "burn");
+  nw.chain = net.chain;
+  nw.chain.rpc_url = nw.local->url();
+  nw.chain.netuid = nw.local->netuid();
+  nw.validator_key = nw.local->dev_keys()[1];
   {
-    auto c = must(chain::EvmChain::connect(evm, vkey), "chain");
-    must(c->register_neuron(chain_opts.netuid, chain::substrate::mirror_account(vkey.address())), "register");
+    auto c = must(chain::EvmChain::connect(chain::to_evm_options(nw.chain), *nw.validator_key), "chain");
+    must(c->register_neuron(nw.chain.netuid, chain::substrate::mirror_account(nw.validator_key->address())),
+         "register");
     must(c->ensure_commitment_proxy(chain::kCommitmentGasFundsWei), "proxy");
   }
-  must(local->set_stake(0, 1'000'000'000'000, false), "stake");
-
-  // The swarm: N keys, funded, registered, each with its store location published.
-  // S3: the server the tests use, one user for the swarm (a bucket per
-  // uid, its read-only keys published) and one for the validator.
-  std::unique_ptr<cli::DemoS3> s3;
-  std::string validator_storage = fmt::format("[storage]\nurl = \"file://{}/stores/validator\"\n", run.string());
+  must(nw.local->set_stake(0, 1'000'000'000'000, false), "stake");
+  nw.validator_storage = fmt::format("[storage]\nurl = \"file://{}/stores/validator\"\n", run.string());
   swarm::SwarmOptions so;
   if (a.store == "s3") {
-    s3 = must(cli::DemoS3::start(run, run / "logs"), "S3 server");
-    validator_storage = must(s3->storage_section("validator"), "S3 validator");
-    const auto user = must(s3->user("swarm"), "S3 swarm user");
-    so.store_of = [&s3, user](int i) { return s3->bucket(user, fmt::format("swarm-m{}", i)); };
+    nw.s3 = must(cli::DemoS3::start(run, run / "logs"), "S3 server");
+    nw.validator_storage = must(nw.s3->storage_section("validator"), "S3 validator");
+    const auto user = must(nw.s3->user("swarm"), "S3 swarm user");
+    cli::DemoS3* s3 = nw.s3.get();
+    so.store_of = [s3, user](int i) { return s3->bucket(user, fmt::format("swarm-m{}", i)); };
   }
   so.dir = run / "stores";
-  so.chain = chain_opts;
+  so.chain = nw.chain;
   so.protocol = net.protocol;
   so.protocol.blocks_per_window = a.blocks_per_window;
   so.model = net.model;
   so.data = data;
   so.miners = n;
   so.shared = a.shared;
-  auto swarm = must(swarm::Swarm::create(so), "swarm");
-  must(local->mine_to_next_epoch(), "epoch");  // the validator's permit
+  nw.protocol = so.protocol;
+  nw.swarm = must(swarm::Swarm::create(so), "swarm");
+  must(nw.local->mine_to_next_epoch(), "epoch");  // the validator's permit
+  return nw;
+}
 
-  // The windows' updates, before anything is timed (no block is mined
-  // meanwhile: a block comes with each transaction until interval mining).
-  auto reader = must(chain::EvmChain::connect(evm, std::nullopt), "chain");
-  const protocol::WindowClock clock(so.protocol);
-  const std::uint64_t first = clock.window_of(must(reader->block_number(), "head")) + 1;
-  const std::uint64_t last = first + static_cast<std::uint64_t>(a.windows);  // first is the warm-up
-  must(swarm->prepare(first, last), "prepare");
-
-  // Windows from now on: a block a second.
-  chain::RpcOptions ro;
-  ro.url = local->url();
-  chain::RpcClient rpc(ro);
-  must(rpc.call("evm_setIntervalMining", nlohmann::json::array({1})).status(), "interval mining");
-
-  // The validator, judging from `first`.
-  const std::uint16_t api_port = must(free_loopback_port(), "a free port");
+// crucible-validator judging from `first`, its log in run/logs; its pid.
+pid_t start_validator(const Args& a, const Network& nw, const fs::path& data, const fs::path& run, std::uint64_t first,
+                      std::uint16_t api_port) {
   const fs::path vtoml = run / "validator.toml";
   std::ofstream(vtoml) << fmt::format(R"([log]
 format = "text"
@@ -242,17 +234,15 @@ start_window = {}
 [api]
 port = {}
 )",
-                                      a.blocks_per_window, local->url(), chain_opts.netuid, validator_storage,
+                                      a.blocks_per_window, nw.local->url(), nw.chain.netuid, nw.validator_storage,
                                       data.string(), run.string(), a.eval_per_window, first, api_port);
   const fs::path model_toml = source_dir() / "configs/models" / (a.model + ".toml");
   const std::string key_file = (run / "validator-key.json").string();
-  {
-    chain::KeystoreParams light;
-    light.scrypt_n = 1 << 12;
-    must(chain::write_secret_file(key_file, must(chain::encrypt_keystore(vkey, Secret("bench"), light), "keystore"),
-                                  true),
-         "keystore");
-  }
+  chain::KeystoreParams light;
+  light.scrypt_n = 1 << 12;
+  must(chain::write_secret_file(
+           key_file, must(chain::encrypt_keystore(*nw.validator_key, Secret("bench"), light), "keystore"), true),
+       "keystore");
   const pid_t vpid = fork();
   if (vpid == 0) {
     reset_child_for_exec(SIGTERM);
@@ -266,44 +256,37 @@ port = {}
           vtoml.c_str(), "--key", key_file.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  m.setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+  return vpid;
+}
 
-  // The swarm's windows, as crucible-miner uploads them.
-  std::atomic<bool> stop{false};
-  must(swarm->run(first, last, stop,
-                  [&](std::uint64_t w) {
-                    fmt::print("  N={} window {} uploaded\n", n, w);
-                    std::fflush(stdout);
-                  }),
-       "swarm");
+const std::regex kDoneLine(R"(window done window=(\d+) uploads_valid=(\d+).* seconds=([0-9.e-]+) steps=\"?([^\"\n]*))");
 
-  // Until the validator has processed the last window (or clearly cannot).
-  const fs::path vlog = run / "logs/validator.log";
-  const std::regex done_re(R"(window done window=(\d+) uploads_valid=(\d+).* seconds=([0-9.e-]+) steps=\"?([^\"\n]*))");
+// The validator's log once it has processed window `last` (or after ten
+// minutes); dies when the validator exited.
+std::string wait_for_window(const fs::path& vlog, pid_t vpid, std::uint64_t last) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(600);
-  std::string metrics_text;
-  std::map<std::uint64_t, std::smatch> lines;
-  std::string log_text;
   for (;;) {
     std::ifstream in(vlog);
-    log_text.assign((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string log_text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     bool have_last = false;
-    for (auto it = std::sregex_iterator(log_text.begin(), log_text.end(), done_re); it != std::sregex_iterator();
+    for (auto it = std::sregex_iterator(log_text.begin(), log_text.end(), kDoneLine); it != std::sregex_iterator();
          ++it) {
       if (std::stoull((*it)[1]) == last) have_last = true;
     }
     int status = 0;
     if (waitpid(vpid, &status, WNOHANG) == vpid) die("validator", internal_error("exited; see {}", vlog.string()));
-    if (have_last || std::chrono::steady_clock::now() > deadline) break;
+    if (have_last || std::chrono::steady_clock::now() > deadline) return log_text;
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
   }
-  m.proc = proc_stats(vpid);
-  metrics_text = http_get(api_port, "/metrics");
-  kill(vpid, SIGTERM);
-  waitpid(vpid, nullptr, 0);
+}
 
-  // Per-step means over the measured windows (first + 1 .. last), from the log.
-  for (auto it = std::sregex_iterator(log_text.begin(), log_text.end(), done_re); it != std::sregex_iterator(); ++it) {
+// Per-step means over the measured windows (first + 1 .. last), from the
+// log; store calls over the whole run (first included), per processed
+// window, from /metrics.
+void summarize(Measured& m, const std::string& log_text, const std::string& metrics_text, std::uint64_t first,
+               std::uint64_t last) {
+  for (auto it = std::sregex_iterator(log_text.begin(), log_text.end(), kDoneLine); it != std::sregex_iterator();
+       ++it) {
     const std::uint64_t w = std::stoull((*it)[1]);
     if (w <= first || w > last) continue;
     ++m.windows;
@@ -319,7 +302,6 @@ port = {}
   m.valid /= k;
   m.window_s /= k;
   for (auto& [s, v] : m.step) v /= k;
-  // Store calls over the whole run (first included), per processed window.
   const double processed = static_cast<double>(m.windows + 1);
   for (const char* op : {"head", "get", "get_range", "put", "list", "remove"}) {
     m.store_calls += metric(metrics_text, fmt::format("crucible_store_requests_total{{op=\"{}\"}}", op));
@@ -327,7 +309,52 @@ port = {}
   m.store_calls /= processed;
   m.observer_polls = metric(metrics_text, "crucible_observer_polls_total") / processed;
   m.mb_read = metric(metrics_text, "crucible_store_bytes_read_total") / processed / 1e6;
-  must(local->stop(), "chain stop");
+}
+
+Measured run_one(const Args& a, int n, const cli::NodeConfig& net, const fs::path& data) {
+  Measured m;
+  m.miners = n;
+  const auto setup_start = std::chrono::steady_clock::now();
+  const fs::path run = fs::path(a.dir) / fmt::format("n{}", n);
+  fs::remove_all(run);
+  fs::create_directories(run / "logs");
+  Network nw = start_network(a, n, net, data, run);
+
+  // The windows' updates, before anything is timed (no block is mined
+  // meanwhile: a block comes with each transaction until interval mining).
+  auto reader = must(chain::EvmChain::connect(chain::to_evm_options(nw.chain), std::nullopt), "chain");
+  const protocol::WindowClock clock(nw.protocol);
+  const std::uint64_t first = clock.window_of(must(reader->block_number(), "head")) + 1;
+  const std::uint64_t last = first + static_cast<std::uint64_t>(a.windows);  // first is the warm-up
+  must(nw.swarm->prepare(first, last), "prepare");
+
+  // Windows from now on: a block a second.
+  chain::RpcOptions ro;
+  ro.url = nw.local->url();
+  chain::RpcClient rpc(ro);
+  must(rpc.call("evm_setIntervalMining", nlohmann::json::array({1})).status(), "interval mining");
+
+  const std::uint16_t api_port = must(free_loopback_port(), "a free port");
+  const pid_t vpid = start_validator(a, nw, data, run, first, api_port);
+  m.setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - setup_start).count();
+
+  // The swarm's windows, as crucible-miner uploads them.
+  std::atomic<bool> stop{false};
+  must(nw.swarm->run(first, last, stop,
+                     [&](std::uint64_t w) {
+                       fmt::print("  N={} window {} uploaded\n", n, w);
+                       std::fflush(stdout);
+                     }),
+       "swarm");
+
+  // Until the validator has processed the last window (or clearly cannot).
+  const std::string log_text = wait_for_window(run / "logs/validator.log", vpid, last);
+  m.proc = proc_stats(vpid);
+  const std::string metrics_text = http_get(api_port, "/metrics");
+  kill(vpid, SIGTERM);
+  waitpid(vpid, nullptr, 0);
+  summarize(m, log_text, metrics_text, first, last);
+  must(nw.local->stop(), "chain stop");
   return m;
 }
 
