@@ -451,91 +451,53 @@ std::string growth(double base, double v, int n0, int n1) {
   return slope < 0.3 ? "constant" : slope < 1.4 ? "linear" : "quadratic";
 }
 
-}  // namespace
-}  // namespace crucible::bench
+// --gather-merge-only: the packet-size-bound steps in process, printed.
+void gather_merge_main(const Args& a, const cli::NodeConfig& net) {
+  std::vector<model::TensorSpec> specs;
+  {
+    model::ReplicaOptions rep;
+    rep.threads = 2;
+    auto replica = must(model::Replica::create(net.model, rep, net.protocol.init_seed), "model");
+    specs = replica->specs();
+  }
+  std::vector<GatherMerge> gm;
+  for (int n : a.miners) {
+    fmt::print("N={}: {} packets of the '{}' model\n", n, n, a.model);
+    std::fflush(stdout);
+    gm.push_back(gather_merge(a, n, specs));
+  }
+  const GatherMerge& b = gm.front();
+  fmt::print(
+      "\nscale_bench --gather-merge-only --model {}: packets of {:.1f} MB ({:.1f} MB held per upload once "
+      "decoded)\nseconds per window for each step; (xR) = against N={} in this run\n\n",
+      a.model, b.packet_mb, b.held_mb, b.miners);
+  std::string head = fmt::format("{:<14}", "step");
+  for (const auto& r : gm) head += fmt::format("{:>22}", fmt::format("N={}", r.miners));
+  fmt::print("{}  growth\n", head);
+  for (const auto& st : kGatherMergeSteps) {
+    std::string line = fmt::format("{:<14}", st);
+    for (const auto& r : gm) {
+      const double v = r.step.at(st), v0 = b.step.at(st);
+      line += fmt::format("{:>22}", &r == &b ? fmt::format("{:.2f}", v) : fmt::format("{:.2f} (x{:.1f})", v, v / v0));
+    }
+    fmt::print("{}  {}\n", line, growth(b.step.at(st), gm.back().step.at(st), b.miners, gm.back().miners));
+  }
+}
 
-int main(int argc, char** argv) {
-  using namespace crucible;
-  using namespace crucible::bench;
-  Args a;
-  CLI::App app{"One validator judging N miners per window: per-step cost against N (docs/benchmarks.md)"};
-  app.add_option("--miners", a.miners, "Values of N, comma-separated; the first is the baseline")->delimiter(',');
-  app.add_option("--model", a.model, "Model preset (configs/models)")->capture_default_str();
-  app.add_option("--windows", a.windows, "Windows measured per N, after a warm-up window")->capture_default_str();
-  app.add_option("--blocks-per-window", a.blocks_per_window, "Blocks (1 s) per window")->capture_default_str();
-  app.add_option("--eval-per-window", a.eval_per_window, "validator.eval_per_window")->capture_default_str();
-  app.add_option("--shared", a.shared, "Fraction of each block's kept coordinates taken from the window's real update")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.25));
-  app.add_option("--dir", a.dir, "Working folder (default: a new one under /tmp)");
-  app.add_option("--store", a.store, "Miners' and validator's stores: local (folders) or s3 (the S3 server, radosgw)")
-      ->capture_default_str()
-      ->check(CLI::IsMember({"local", "s3"}));
-  app.add_flag("--gather-merge-only", a.gather_merge_only,
-               "Only the packet-size-bound steps (read, open, decode, norms, copies, merge), in process: for 1b");
-  app.add_option("--data", a.data, "Prepared data folder with the model's vocabulary (default: prepared in --dir)");
-  CLI11_PARSE(app, argc, argv);
-  if (a.dir.empty()) a.dir = fs::temp_directory_path() / fmt::format("crucible-scale-{}", getpid());
-  fs::create_directories(a.dir);
-
-  cli::NodeConfig net;
-  cli::CommonFlags flags;
-  flags.config_files = {(source_dir() / "configs/local/network.toml").string(),
-                        (source_dir() / "configs/models" / (a.model + ".toml")).string()};
-  char* no_env[] = {nullptr};
-  must(cli::load_node_config(cli::Role::kAny, flags, no_env, net), "config");
-  log::LogOptions quiet;
-  quiet.level = log::Level::kWarn;
-  log::configure(quiet, false);
+// The prepared data the validator reads (prepared once in --dir unless --data).
+fs::path prepared_data(const Args& a, const cli::NodeConfig& net) {
   fs::path data = a.data;
-  if (data.empty() && !a.gather_merge_only) {
+  if (data.empty()) {
     data = fs::path(a.dir) / fmt::format("data-{}", net.model.vocab_size);
     const std::string cmd = fmt::format("'{}' data prepare --corpus brown --out '{}' --vocab-size {} > /dev/null 2>&1",
                                         (bin_dir() / "crucible").string(), data.string(), net.model.vocab_size);
     if (std::system(cmd.c_str()) != 0) die("data", unavailable("crucible data prepare failed"));
   }
+  return data;
+}
 
-  if (a.gather_merge_only) {
-    std::vector<model::TensorSpec> specs;
-    {
-      model::ReplicaOptions rep;
-      rep.threads = 2;
-      auto replica = must(model::Replica::create(net.model, rep, net.protocol.init_seed), "model");
-      specs = replica->specs();
-    }
-    std::vector<GatherMerge> gm;
-    for (int n : a.miners) {
-      fmt::print("N={}: {} packets of the '{}' model\n", n, n, a.model);
-      std::fflush(stdout);
-      gm.push_back(gather_merge(a, n, specs));
-    }
-    const GatherMerge& b = gm.front();
-    fmt::print(
-        "\nscale_bench --gather-merge-only --model {}: packets of {:.1f} MB ({:.1f} MB held per upload once "
-        "decoded)\nseconds per window for each step; (xR) = against N={} in this run\n\n",
-        a.model, b.packet_mb, b.held_mb, b.miners);
-    std::string head = fmt::format("{:<14}", "step");
-    for (const auto& r : gm) head += fmt::format("{:>22}", fmt::format("N={}", r.miners));
-    fmt::print("{}  growth\n", head);
-    for (const auto& st : kGatherMergeSteps) {
-      std::string line = fmt::format("{:<14}", st);
-      for (const auto& r : gm) {
-        const double v = r.step.at(st), v0 = b.step.at(st);
-        line += fmt::format("{:>22}", &r == &b ? fmt::format("{:.2f}", v) : fmt::format("{:.2f} (x{:.1f})", v, v / v0));
-      }
-      fmt::print("{}  {}\n", line, growth(b.step.at(st), gm.back().step.at(st), b.miners, gm.back().miners));
-    }
-    return 0;
-  }
-
-  std::vector<Measured> runs;
-  for (int n : a.miners) {
-    fmt::print("N={}: setting up the chain and {} miners\n", n, n);
-    std::fflush(stdout);
-    runs.push_back(run_one(a, n, net, data));
-    fmt::print("N={}: set up in {:.0f} s, {} windows measured\n", n, runs.back().setup_s, runs.back().windows);
-  }
-
+// The table of each N's cost, against the first N.
+void print_runs(const Args& a, const std::vector<Measured>& runs) {
   const Measured& b = runs.front();
   fmt::print("\nscale_bench --model {} --windows {} --blocks-per-window {} --eval-per-window {} --store {}\n", a.model,
              a.windows, a.blocks_per_window, a.eval_per_window, a.store);
@@ -572,5 +534,57 @@ int main(int argc, char** argv) {
   row(
       "CPU s (run)", [](const Measured& r) { return r.proc.cpu_s; }, "");
   fmt::print("\nwindow length {} s; working folder {}\n", a.blocks_per_window, a.dir);
+}
+
+}  // namespace
+}  // namespace crucible::bench
+
+int main(int argc, char** argv) {
+  using namespace crucible;
+  using namespace crucible::bench;
+  Args a;
+  CLI::App app{"One validator judging N miners per window: per-step cost against N (docs/benchmarks.md)"};
+  app.add_option("--miners", a.miners, "Values of N, comma-separated; the first is the baseline")->delimiter(',');
+  app.add_option("--model", a.model, "Model preset (configs/models)")->capture_default_str();
+  app.add_option("--windows", a.windows, "Windows measured per N, after a warm-up window")->capture_default_str();
+  app.add_option("--blocks-per-window", a.blocks_per_window, "Blocks (1 s) per window")->capture_default_str();
+  app.add_option("--eval-per-window", a.eval_per_window, "validator.eval_per_window")->capture_default_str();
+  app.add_option("--shared", a.shared, "Fraction of each block's kept coordinates taken from the window's real update")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.25));
+  app.add_option("--dir", a.dir, "Working folder (default: a new one under /tmp)");
+  app.add_option("--store", a.store, "Miners' and validator's stores: local (folders) or s3 (the S3 server, radosgw)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"local", "s3"}));
+  app.add_flag("--gather-merge-only", a.gather_merge_only,
+               "Only the packet-size-bound steps (read, open, decode, norms, copies, merge), in process: for 1b");
+  app.add_option("--data", a.data, "Prepared data folder with the model's vocabulary (default: prepared in --dir)");
+  CLI11_PARSE(app, argc, argv);
+  if (a.dir.empty()) a.dir = fs::temp_directory_path() / fmt::format("crucible-scale-{}", getpid());
+  fs::create_directories(a.dir);
+
+  cli::NodeConfig net;
+  cli::CommonFlags flags;
+  flags.config_files = {(source_dir() / "configs/local/network.toml").string(),
+                        (source_dir() / "configs/models" / (a.model + ".toml")).string()};
+  char* no_env[] = {nullptr};
+  must(cli::load_node_config(cli::Role::kAny, flags, no_env, net), "config");
+  log::LogOptions quiet;
+  quiet.level = log::Level::kWarn;
+  log::configure(quiet, false);
+  if (a.gather_merge_only) {
+    gather_merge_main(a, net);
+    return 0;
+  }
+  const fs::path data = prepared_data(a, net);
+  std::vector<Measured> runs;
+  for (int n : a.miners) {
+    fmt::print("N={}: setting up the chain and {} miners\n", n, n);
+    std::fflush(stdout);
+    runs.push_back(run_one(a, n, net, data));
+    fmt::print("N={}: set up in {:.0f} s, {} windows measured\n", n, runs.back().setup_s, runs.back().windows);
+  }
+
+  print_runs(a, runs);
   return 0;
 }
