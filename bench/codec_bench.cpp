@@ -268,6 +268,52 @@ double device_copy_bandwidth(int repeat) {
   return 2.0 * 4.0 * static_cast<double>(a.numel()) / s;
 }
 
+// The GPU's encode against the CPU backend's on the same input: the same
+// indices, codes, quantiser and error feedback (the GPU's bytes land in
+// idx, codes and q).
+bool encodes_alike(Backend& gpu, Backend& cpu, const torch::Tensor& ef, const torch::Tensor& delta, float beta,
+                   const BlockLayout& l, torch::Tensor& idx, torch::Tensor& codes, Quant2& q) {
+  const auto kept = static_cast<std::size_t>(l.kept());
+  auto e_cpu = ef.cpu();
+  auto d_cpu = delta.cpu();
+  std::vector<std::uint16_t> ci(kept);
+  std::vector<std::uint8_t> cc(kept);
+  Quant2 cq;
+  (void)cpu.encode({e_cpu.data_ptr<float>(), d_cpu.data_ptr<float>(), beta, l, ci.data(), cc.data(), &cq});
+  auto e_gpu = ef.clone();
+  auto* idx_p = reinterpret_cast<std::uint16_t*>(idx.data_ptr<std::int16_t>());
+  (void)gpu.encode(
+      {e_gpu.data_ptr<float>(), delta.data_ptr<float>(), beta, l, idx_p, codes.data_ptr<std::uint8_t>(), &q});
+  auto gi = idx.cpu();
+  auto gc = codes.cpu();
+  return std::memcmp(ci.data(), gi.data_ptr<std::int16_t>(), kept * 2) == 0 &&
+         std::memcmp(cc.data(), gc.data_ptr<std::uint8_t>(), kept) == 0 && std::memcmp(&cq, &q, sizeof q) == 0 &&
+         torch::equal(e_cpu, e_gpu.cpu());
+}
+
+// The merge of `peers` random packets on the GPU backend against libtorch
+// ops on the same device, added to `merge`.
+void time_merge_cuda(Backend& b, const BlockLayout& l, int peers, int repeat, std::mt19937_64& rng, torch::Tensor& out,
+                     Row& merge) {
+  const auto kept = static_cast<std::int64_t>(l.kept());
+  std::vector<torch::Tensor> keep;  // the peers' device copies
+  std::vector<MergePeer> mp;
+  std::vector<RefEncoded> refs;
+  for (int p = 0; p < peers; ++p) {
+    auto c = random_peer(l, rng);
+    auto pi = torch::from_blob(c.indices.data(), {kept}, torch::kInt16).to(torch::kCUDA);
+    auto pc = torch::from_blob(c.codes.data(), {kept}, torch::kUInt8).to(torch::kCUDA);
+    mp.push_back({static_cast<std::uint16_t>(p), reinterpret_cast<const std::uint16_t*>(pi.data_ptr<std::int16_t>()),
+                  pc.data_ptr<std::uint8_t>(), c.quant});
+    keep.push_back(pi);
+    keep.push_back(pc);
+    auto rr = ref_of(c);
+    refs.push_back({rr.idx.to(torch::kCUDA), rr.codes.to(torch::kCUDA), rr.lookup.to(torch::kCUDA), rr.shift});
+  }
+  merge.ours += median_seconds(repeat, [&] { (void)b.merge({l, mp, out.data_ptr<float>()}); });
+  merge.ref += median_seconds(repeat, [&] { sync(ref_merge(refs, l)); });
+}
+
 void run_set_cuda(const std::string& set, const std::vector<Spec>& specs, int repeat, int peers, double bandwidth) {
   auto gpu = cuda_backend(0);
   if (!gpu.is_ok()) {
@@ -288,7 +334,6 @@ void run_set_cuda(const std::string& set, const std::vector<Spec>& specs, int re
   bool identical = true;
   for (const auto& spec : specs) {
     const auto l = layout_for(spec.shape).value();
-    const auto n = static_cast<std::size_t>(spec.numel());
     const auto kept = static_cast<std::size_t>(l.kept());
     auto delta = (torch::randn({spec.numel()}) * 0.01).to(torch::kCUDA);
     auto ef = (torch::randn({spec.numel()}) * 0.001).to(torch::kCUDA);
@@ -297,23 +342,7 @@ void run_set_cuda(const std::string& set, const std::vector<Spec>& specs, int re
     auto codes = torch::empty({static_cast<std::int64_t>(kept)}, on_gpu.dtype(torch::kUInt8));
     auto* idx_p = reinterpret_cast<std::uint16_t*>(idx.data_ptr<std::int16_t>());
     Quant2 q;
-    // The GPU's bytes against the CPU backend's, once per tensor.
-    {
-      auto e_cpu = ef.cpu();
-      auto d_cpu = delta.cpu();
-      std::vector<std::uint16_t> ci(kept);
-      std::vector<std::uint8_t> cc(kept);
-      Quant2 cq;
-      (void)cpu->encode({e_cpu.data_ptr<float>(), d_cpu.data_ptr<float>(), beta, l, ci.data(), cc.data(), &cq});
-      auto e_gpu = ef.clone();
-      (void)b.encode(
-          {e_gpu.data_ptr<float>(), delta.data_ptr<float>(), beta, l, idx_p, codes.data_ptr<std::uint8_t>(), &q});
-      auto gi = idx.cpu();
-      auto gc = codes.cpu();
-      identical = identical && std::memcmp(ci.data(), gi.data_ptr<std::int16_t>(), kept * 2) == 0 &&
-                  std::memcmp(cc.data(), gc.data_ptr<std::uint8_t>(), kept) == 0 &&
-                  std::memcmp(&cq, &q, sizeof q) == 0 && torch::equal(e_cpu, e_gpu.cpu());
-    }
+    identical = encodes_alike(b, *cpu, ef, delta, beta, l, idx, codes, q) && identical;
     enc.ours += median_seconds(repeat, [&] {
       (void)b.encode(
           {ef.data_ptr<float>(), delta.data_ptr<float>(), beta, l, idx_p, codes.data_ptr<std::uint8_t>(), &q});
@@ -328,24 +357,7 @@ void run_set_cuda(const std::string& set, const std::vector<Spec>& specs, int re
       (void)b.decode({l, idx_p, codes.data_ptr<std::uint8_t>(), q, out.data_ptr<float>()});
     });
     dec.ref += median_seconds(repeat, [&] { sync(ref_dense_on(r, l, torch::kCUDA)); });
-
-    std::vector<torch::Tensor> keep;  // the peers' device copies
-    std::vector<MergePeer> mp;
-    std::vector<RefEncoded> refs;
-    for (int p = 0; p < peers; ++p) {
-      auto c = random_peer(l, rng);
-      auto pi = torch::from_blob(c.indices.data(), {static_cast<std::int64_t>(kept)}, torch::kInt16).to(torch::kCUDA);
-      auto pc = torch::from_blob(c.codes.data(), {static_cast<std::int64_t>(kept)}, torch::kUInt8).to(torch::kCUDA);
-      mp.push_back({static_cast<std::uint16_t>(p), reinterpret_cast<const std::uint16_t*>(pi.data_ptr<std::int16_t>()),
-                    pc.data_ptr<std::uint8_t>(), c.quant});
-      keep.push_back(pi);
-      keep.push_back(pc);
-      auto rr = ref_of(c);
-      refs.push_back({rr.idx.to(torch::kCUDA), rr.codes.to(torch::kCUDA), rr.lookup.to(torch::kCUDA), rr.shift});
-    }
-    merge.ours += median_seconds(repeat, [&] { (void)b.merge({l, mp, out.data_ptr<float>()}); });
-    merge.ref += median_seconds(repeat, [&] { sync(ref_merge(refs, l)); });
-    (void)n;
+    time_merge_cuda(b, l, peers, repeat, rng, out, merge);
   }
   const double n = static_cast<double>(total);
   fmt::print("| op | bytes/param | crucible Mparam/s | libtorch-ops Mparam/s | vs libtorch | of bandwidth bound |\n");
