@@ -76,8 +76,8 @@ Status TxSender::with_funds_hint(Status st) const {
       address_.checksum(), st.message());
 }
 
-Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit,
-                              const U256& value) {
+Result<TxSender::Draft> TxSender::draft(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit,
+                                        const U256& value) {
   CRUCIBLE_RETURN_IF_ERROR(check_chain_id());
   Draft d;
   d.to = to;
@@ -93,34 +93,72 @@ Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optiona
   CRUCIBLE_ASSIGN_OR_RETURN(d.fees, eth_.estimate_fees());
   CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t pending, eth_.pending_nonce(address_));
   d.nonce = std::max(pending, next_nonce_.value_or(0));
+  return d;
+}
 
+Status TxSender::send_version(const Draft& d, SentTx& out) {
+  SignedTx signed_tx = sign_draft(d);
+  auto hash = eth_.send_raw(signed_tx.raw);
+  if (!hash.is_ok()) {
+    const std::string& m = hash.status().message();
+    if (contains(m, "already known")) {
+      out.hashes.push_back(signed_tx.hash);
+      return Status::ok();
+    }
+    if (contains(m, "chain id") || contains(m, "chainId")) {
+      return failed_precondition("the node refused a transaction signed for chain id {}: {}", chain_id_, m);
+    }
+    return hash.status();
+  }
+  out.hashes.push_back(*hash);
+  log::debug("transaction sent", {{"hash", to_hex(*hash)}, {"nonce", d.nonce}, {"max_fee", d.fees.max_fee}});
+  return Status::ok();
+}
+
+// No version mined after stuck_after: if the node knows none of them, it
+// dropped the transaction (an error, unless the nonce was used meanwhile);
+// otherwise a version with higher fees replaces it, up to max_replacements.
+Status TxSender::replace_if_stuck(Draft& d, SentTx& out, int& replacements) {
+  bool known = false;
+  for (const Hash32& h : out.hashes) {
+    CRUCIBLE_ASSIGN_OR_RETURN(auto info, eth_.transaction(h));
+    known = known || info.has_value();
+  }
+  if (!known) {
+    CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t latest, eth_.latest_nonce(address_));
+    if (latest <= d.nonce) {
+      return failed_precondition(
+          "transaction {} was dropped by the node: neither pending nor mined. It was signed for chain id {}; "
+          "some nodes silently drop transactions for another chain, or evict them from a full pool",
+          to_hex(out.hashes.front()), chain_id_);
+    }
+    return Status::ok();  // the nonce was consumed by a version we did not see mined: look once more next round
+  }
+  if (replacements >= options_.max_replacements) return Status::ok();
+  d.fees.max_fee = bump(d.fees.max_fee, options_.fee_bump_percent);
+  d.fees.max_priority_fee = bump(d.fees.max_priority_fee, options_.fee_bump_percent);
+  Status r = send_version(d, out);
+  if (r.is_ok()) {
+    ++replacements;
+    log::warn("transaction stuck: replaced with higher fees",
+              {{"nonce", d.nonce}, {"replacement", replacements}, {"max_fee", d.fees.max_fee}});
+  } else if (!contains(r.message(), "nonce too low")) {
+    log::warn("replacement transaction refused", {{"nonce", d.nonce}, {"error", r.message()}});
+  }
+  return Status::ok();
+}
+
+Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit,
+                              const U256& value) {
+  CRUCIBLE_ASSIGN_OR_RETURN(Draft d, draft(to, data, gas_limit, value));
   SentTx out;
   out.nonce = d.nonce;
-  auto send_version = [&]() -> Status {
-    SignedTx signed_tx = sign_draft(d);
-    auto hash = eth_.send_raw(signed_tx.raw);
-    if (!hash.is_ok()) {
-      const std::string& m = hash.status().message();
-      if (contains(m, "already known")) {
-        out.hashes.push_back(signed_tx.hash);
-        return Status::ok();
-      }
-      if (contains(m, "chain id") || contains(m, "chainId")) {
-        return failed_precondition("the node refused a transaction signed for chain id {}: {}", chain_id_, m);
-      }
-      return hash.status();
-    }
-    out.hashes.push_back(*hash);
-    log::debug("transaction sent", {{"hash", to_hex(*hash)}, {"nonce", d.nonce}, {"max_fee", d.fees.max_fee}});
-    return Status::ok();
-  };
-
-  Status st = send_version();
+  Status st = send_version(d, out);
   if (!st.is_ok() && contains(st.message(), "nonce too low")) {
     // Another sender used this key: take the node's view and try once more.
     CRUCIBLE_ASSIGN_OR_RETURN(d.nonce, eth_.pending_nonce(address_));
     out.nonce = d.nonce;
-    st = send_version();
+    st = send_version(d, out);
   }
   CRUCIBLE_RETURN_IF_ERROR(with_funds_hint(st));
   next_nonce_ = d.nonce + 1;
@@ -141,33 +179,7 @@ Result<SentTx> TxSender::send(const Address& to, const Bytes& data, std::optiona
       return out;
     }
     if (Clock::now() >= replace_at) {
-      // Known to the node? If no version is, it was dropped and will never be mined.
-      bool known = false;
-      for (const Hash32& h : out.hashes) {
-        CRUCIBLE_ASSIGN_OR_RETURN(auto info, eth_.transaction(h));
-        known = known || info.has_value();
-      }
-      if (!known) {
-        CRUCIBLE_ASSIGN_OR_RETURN(std::uint64_t latest, eth_.latest_nonce(address_));
-        if (latest <= d.nonce) {
-          return failed_precondition(
-              "transaction {} was dropped by the node: neither pending nor mined. It was signed for chain id {}; "
-              "some nodes silently drop transactions for another chain, or evict them from a full pool",
-              to_hex(out.hashes.front()), chain_id_);
-        }
-        // The nonce was consumed by a version we did not see mined: look once more next round.
-      } else if (replacements < options_.max_replacements) {
-        d.fees.max_fee = bump(d.fees.max_fee, options_.fee_bump_percent);
-        d.fees.max_priority_fee = bump(d.fees.max_priority_fee, options_.fee_bump_percent);
-        Status r = send_version();
-        if (r.is_ok()) {
-          ++replacements;
-          log::warn("transaction stuck: replaced with higher fees",
-                    {{"nonce", d.nonce}, {"replacement", replacements}, {"max_fee", d.fees.max_fee}});
-        } else if (!contains(r.message(), "nonce too low")) {
-          log::warn("replacement transaction refused", {{"nonce", d.nonce}, {"error", r.message()}});
-        }
-      }
+      CRUCIBLE_RETURN_IF_ERROR(replace_if_stuck(d, out, replacements));
       replace_at = Clock::now() + options_.stuck_after;
     }
     std::this_thread::sleep_for(options_.poll_interval);

@@ -62,6 +62,11 @@ class TxSender {
   Status check_chain_id();
   Status with_funds_hint(Status st) const;
   Result<std::string> revert_reason(const Draft& d);
+  // send()'s steps: the draft (gas, fees, nonce); one signed version of it
+  // sent (its hash added to out.hashes); a stuck nonce's replacement.
+  Result<Draft> draft(const Address& to, const Bytes& data, std::optional<std::uint64_t> gas_limit, const U256& value);
+  Status send_version(const Draft& d, SentTx& out);
+  Status replace_if_stuck(Draft& d, SentTx& out, int& replacements);
 
   EthClient& eth_;
   PrivateKey key_;
