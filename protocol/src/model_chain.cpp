@@ -68,7 +68,14 @@ std::string_view to_string(Desync d) {
 }
 
 ModelChain::ModelChain(ChainModel& model, ChainState& state, kernels::Backend& codec, ChainOptions options)
-    : model_(model), state_(state), codec_(codec), o_(std::move(options)) {}
+    : model_(model), state_(state), codec_(codec), o_(std::move(options)) {
+  // Every series at 0 from the start, so that /metrics shows them before the first desync.
+  for (Desync d : {Desync::kOtherBasis, Desync::kSetMissing, Desync::kSetDamaged, Desync::kPacketMissing}) {
+    metrics::global().add(metrics::Counter::kChainDesyncs, 0,
+                          {{"role", o_.role}, {"reason", std::string(to_string(d))}});
+  }
+  metrics::global().add(metrics::Counter::kCheckpointsLoaded, 0, {{"role", o_.role}});
+}
 
 std::optional<Desync> ModelChain::desync(Desync d, std::uint64_t w, const Status& why) const {
   metrics::global().add(metrics::Counter::kChainDesyncs, 1, {{"role", o_.role}, {"reason", std::string(to_string(d))}});
