@@ -24,7 +24,7 @@
 //     [--outer-lr-late X --outer-lr-switch N]   outer lr X from step N on
 //     [--diloco-momentum M] [--crucible-momentum M]   Nesterov, 0 = none
 //     [--topk K] [--dense-first N --dense-topk K]     values kept per 4,096
-//     [--ef-beta 0.95] [--clip 1|0] [--seed 1] [--arms a,a2,b,c]
+//     [--ef-beta 0.8] [--clip 1|0] [--seed 1] [--arms a,a2,b,c]
 //     [--eval-every 5] [--eval-samples 64] [--threads 2]
 //     [--state DIR [--save-every 10]] [--svg FILE]
 //   convergence --plot FILE.svg [--title T] RUN_DIR...
@@ -74,8 +74,8 @@ struct Args {
   std::string data, model = "configs/models/tiny.toml";
   int workers = 4, outer_steps = 20, eval_every = 5, threads = 2, save_every = 10;
   std::uint32_t inner_steps = 4, micro_batch = 4, eval_samples = 64;
-  double lr = 3e-3, outer_lr = 0.7, ef_beta = 0.95;
-  double outer_lr_late = -1;  // < 0: outer_lr throughout
+  double lr = 3e-3, outer_lr = 0.7, ef_beta = 0.8;  // ef_beta: the miner's default
+  double outer_lr_late = -1;                        // < 0: outer_lr throughout
   int outer_lr_switch = 0;
   double diloco_momentum = 0, crucible_momentum = 0;
   int topk = kernels::kTopKPer4096, dense_first = 0, dense_topk = kernels::kTopKPer4096;

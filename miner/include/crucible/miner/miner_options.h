@@ -23,7 +23,7 @@ struct MinerOptions {
   double adam_beta2 = 0.95;  // AdamW second-moment decay
   double adam_eps = 1e-8;    // AdamW denominator floor
   double grad_clip = 1.0;
-  double ef_beta = 0.95;           // error feedback decay
+  double ef_beta = 0.8;            // error feedback decay (0.8: docs/benchmarks.md, 3 seeds)
   std::string device = "cpu";      // "cpu" or "cuda"
   std::string autocast = "auto";   // inner steps in bf16 autocast: auto (on CUDA), bf16, off
   int threads = 0;                 // torch and codec threads; 0 = all cores
