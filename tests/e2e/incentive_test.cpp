@@ -15,11 +15,9 @@
 // weight on chain (the ×50 miner, whose work is honest: below every honest
 // miner's weight) and a final score below every honest miner's; no sybil
 // enters an aggregation set; the honest miners are never flagged.
-// RecycledUidTest: an honest miner leaves, the chain prunes its uid and a
-// new hotkey registers on it; the newcomer inherits nothing.
 // The seed of the validator's private choices and of the attackers comes
 // from CRUCIBLE_E2E_SEED (default 1): the test command runs one seed, and
-//   for s in 2 3; do CRUCIBLE_E2E_SEED=$s build/bin/e2e_tests --gtest_filter='IncentiveTest.*:RecycledUidTest.*'; done
+//   for s in 2 3; do CRUCIBLE_E2E_SEED=$s build/bin/e2e_tests --gtest_filter='IncentiveTest.*'; done
 // runs the others.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -506,116 +504,6 @@ TEST_F(IncentiveTest, ReplaysMutatedCopiesAndFreeRidersEarnNothing) {
     }
   }
   std::printf("%s", figures.c_str());
-}
-
-// An honest miner earns a score and leaves; the chain prunes its uid and a
-// new hotkey registers on it, then free-rides with zero updates. Nothing of
-// the previous owner's record may carry over: the uid's record starts
-// afresh under the new hotkey, and it earns no weight.
-class RecycledUidTest : public NetworkBase {
- protected:
-  void SetUp() override { start_network(); }
-
-  // The uid's entry of GET /v1/scores, or null.
-  nlohmann::json score_from_api(std::uint16_t uid) {
-    auto r = testing::http_get(api_port_, "/v1/scores");
-    auto j = nlohmann::json::parse(testing::body_of(r), nullptr, false);
-    if (!j.is_object() || !j.contains("uids")) return nullptr;
-    for (const auto& u : j["uids"])
-      if (u.value("uid", -1) == uid) return u;
-    return nullptr;
-  }
-};
-
-TEST_F(RecycledUidTest, ANewHotkeyOnAPrunedUidInheritsNoScoreAndNoWeight) {
-  const std::uint64_t seed = e2e_seed();
-  auto reader = chain::EvmChain::connect(chain::to_evm_options(testing::chain_options(*chain_)), std::nullopt);
-  ASSERT_TRUE(reader.is_ok());
-  // Both run until stopped: how long the leaving miner takes to earn a
-  // positive score depends on the seed.
-  auto validator = start_validator("validator", fmt::format("random_seed = \"seed-{}\"", seed));
-  auto stays = start_miner(0, 1000);
-  auto leaves = start_miner(1, 1000);
-  const std::uint16_t uid = honest_uids_[1];
-
-  // Until the leaving miner has a positive score: something to inherit.
-  nlohmann::json before;
-  for (int i = 0; i < 600; ++i) {
-    before = score_from_api(uid);
-    if (before.is_object() && before.value("final", 0.0) > 0) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-  }
-  ASSERT_TRUE(before.is_object() && before.value("final", 0.0) > 0) << before.dump() << "\n"
-                                                                    << validator->read_until("never", 100);
-  leaves->signal(SIGINT);
-  EXPECT_EQ(leaves->wait(60'000), 0);
-
-  // The chain gives the uid to the next registration.
-  ASSERT_TRUE(chain_->prune_next(uid).is_ok());
-  const chain::PrivateKey newcomer = *chain::PrivateKey::generate();
-  ASSERT_TRUE(chain::local_fund(chain_->url(), newcomer.address(), chain::U256(1'000'000'000'000'000'000ull)).is_ok());
-  ASSERT_EQ(testing::register_key(*chain_, newcomer), uid);
-  const fs::path root = dir_.path() / "newcomer-store";
-  testing::commit_location(*chain_, newcomer, "file://" + root.string());
-  auto store = storage::LocalStore::open(root);
-  ASSERT_TRUE(store.is_ok());
-  auto head = (*reader)->block_number();
-  ASSERT_TRUE(head.is_ok());
-  const std::uint64_t first_own = *head / blocks_per_window_;  // the newcomer's first window
-
-  // A zero update in each window's slot, until the validator has committed
-  // two of the newcomer's windows and posted weights since the switch.
-  const std::uint64_t posts_before = onchain_weights(**reader).posts;
-  std::string log;
-  bool seen = false;
-  for (std::uint64_t w = first_own; w < first_own + 10 && !seen; ++w) {
-    for (;;) {
-      auto h = (*reader)->block_number();
-      if (h.is_ok() && *h >= (w + 1) * blocks_per_window_) break;
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-    packet::Packet p;
-    p.window = w;
-    p.uid = uid;
-    p.sample_digest = digest_for(uid, w);
-    for (const auto& spec : specs_) {
-      std::vector<float> zero(static_cast<std::size_t>(spec.numel()), 0.0f);
-      auto c = kernels::compress(zero, spec.shape, 1);
-      ASSERT_TRUE(c.is_ok());
-      p.tensors.push_back(*kernels::to_packet_tensor(spec.name, spec.shape, *c));
-    }
-    auto sealed = chain::seal_packet(p, newcomer);
-    ASSERT_TRUE(sealed.is_ok());
-    commit_and_put(**store, w, *sealed);
-    log += validator->read_until("never", 100);
-    auto scores = nlohmann::json::parse(testing::body_of(testing::http_get(api_port_, "/v1/scores")), nullptr, false);
-    const bool committed =
-        scores.is_object() && scores["window"].is_number() && scores["window"].get<std::uint64_t>() >= first_own + 1;
-    seen = committed && onchain_weights(**reader).posts > posts_before;
-  }
-  EXPECT_TRUE(seen) << "the validator did not get past the newcomer's windows\n" << log;
-  validator->signal(SIGINT);
-  ASSERT_EQ(validator->wait(120'000), 0) << log;
-  stays->signal(SIGINT);
-  EXPECT_EQ(stays->wait(60'000), 0);
-
-  auto db = storage::StateStore::open((dir_.path() / "validator-state/db").string());
-  ASSERT_TRUE(db.is_ok()) << db.status();
-  auto row = (*db)->get(storage::Family::kRatings, validator::rating_key(uid));
-  ASSERT_TRUE(row.is_ok() && row->has_value());
-  const auto after = nlohmann::json::parse(**row);
-  SCOPED_TRACE("before: " + before.dump() + "\nafter: " + after.dump());
-  EXPECT_EQ(after["hotkey"], to_hex(chain::substrate::mirror_account(newcomer.address())));
-  // Only the newcomer's own windows count.
-  auto last = (*db)->last_committed_window();
-  ASSERT_TRUE(last.is_ok() && last->has_value());
-  ASSERT_GE(**last, first_own);
-  EXPECT_LE(after["evaluations"].get<double>(), static_cast<double>(**last - first_own + 1));
-  EXPECT_DOUBLE_EQ(after["final"].get<double>(), 0.0);
-  EXPECT_GT(final_of(**db, honest_uids_[0]), 0.0);
-  const auto onchain = onchain_weights(**reader).weights;
-  EXPECT_GT(onchain.count(honest_uids_[0]) ? onchain.at(honest_uids_[0]) : 0u, 0u);
-  EXPECT_EQ(onchain.count(uid), 0u) << "the recycled uid kept weight";
 }
 
 }  // namespace

@@ -208,44 +208,6 @@ TEST_F(MinerNodeTest, ResumesItsStateAndStopsCleanlyOnSigterm) {
   EXPECT_THAT(out, HasSubstr("miner stopped"));
 }
 
-TEST_F(MinerNodeTest, AFreshMinerStartsFromTheLeadsCheckpoint) {
-  // The lead's checkpoint: a model other than the genesis one, at global step 5.
-  auto config = model::load_model_config(std::string(CRUCIBLE_SOURCE_DIR) + "/configs/models/tiny.toml");
-  ASSERT_TRUE(config.is_ok());
-  auto ckpt = model::Llama::create(*config, 99);
-  const fs::path file = dir_.path() / "ckpt.safetensors";
-  ASSERT_TRUE(ckpt->save(file).is_ok());
-  std::ifstream in(file, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  ASSERT_TRUE(lead_store_->put(keys::checkpoint(5), as_bytes(bytes)).is_ok());
-  protocol::CheckpointPointer ptr{0, 5, keys::checkpoint(5), config->canonical(), chain::keccak256(as_bytes("set"))};
-  ASSERT_TRUE(lead_store_->put(keys::checkpoint_latest(), as_bytes(protocol::encode_checkpoint_pointer(ptr))).is_ok());
-
-  testing::Child miner(miner_argv("--set miner.max_windows=1"), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
-  EXPECT_EQ(miner.wait(120'000), 0);
-  std::string out = miner.read_until("miner stopped", 5'000);
-  EXPECT_THAT(out, HasSubstr("loaded checkpoint"));
-  auto windows = uploaded_windows();
-  ASSERT_EQ(windows.size(), 1u) << out;
-  auto miner_store = storage::LocalStore::open(dir_.path() / "miner-store");
-  auto fp_object = (*miner_store)->get(keys::fingerprint(windows[0]), 1 << 20);
-  ASSERT_TRUE(fp_object.is_ok());
-  auto fp = nlohmann::json::parse(fp_object->data.begin(), fp_object->data.end());
-  EXPECT_EQ(fp["basis"], to_hex(ptr.basis));
-  // The fingerprint reads the checkpoint's values, at positions drawn from its basis.
-  const auto& embed = ckpt->parameters()[0];
-  auto positions =
-      protocol::fingerprint_positions(ptr.basis, fp["uid"].get<std::uint16_t>(), embed.name, embed.tensor.numel());
-  auto values = fp["values"][embed.name].get<std::vector<float>>();
-  ASSERT_EQ(values.size(), positions.size());
-  for (std::size_t i = 0; i < positions.size(); ++i) {
-    EXPECT_EQ(values[i], embed.tensor.view({-1})[positions[i]].item<float>());
-  }
-  auto packet = chain::open_packet((*miner_store)->get(keys::gradient(windows[0]), 1 << 30)->data);
-  ASSERT_TRUE(packet.is_ok());
-  EXPECT_EQ(packet->packet.global_step, 5u);
-}
-
 // SIGKILL at random moments over several windows: the miner always comes
 // back from its state, its progress never goes backwards, and it never
 // uploads two different packets for one window.

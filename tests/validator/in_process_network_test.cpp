@@ -12,11 +12,17 @@
 #include <functional>
 #include <thread>
 
+#include "crucible/chain/keccak.h"
+#include "crucible/chain/packet_signing.h"
+#include "crucible/common/file_io.h"
+#include "crucible/common/model.h"
 #include "crucible/common/replica.h"
 #include "crucible/common/retry.h"
 #include "crucible/miner/miner_state.h"
 #include "crucible/miner/node.h"
 #include "crucible/protocol/aggregation_set.h"
+#include "crucible/protocol/checkpoint_pointer.h"
+#include "crucible/protocol/fingerprint.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/storage/fault_store.h"
 #include "crucible/storage/local_store.h"
@@ -368,6 +374,141 @@ TEST_F(InProcessNetwork, AMaliciousLeadsGarbageNeverStopsAMiner) {
   }
   miners_.clear();
   EXPECT_FALSE(miner_state(0).chain.window.has_value());  // nothing of the garbage was applied
+}
+
+// A fresh miner whose lead has published a checkpoint (a model other than
+// the genesis one, at global step 5) starts from it: its first packet says
+// step 5, and its fingerprint reads the checkpoint's values at positions
+// drawn from the checkpoint's basis. (Was the e2e MinerNodeTest of the same
+// name.)
+TEST_F(InProcessNetwork, AFreshMinerStartsFromTheLeadsCheckpoint) {
+  const fs::path lead = dir_.path() / "lead-store";
+  fs::create_directories(lead);
+  fake_.set_commitment_of(0, storage::encode_location(testing::file_store(lead)));  // uid 0: the lead's stake
+  auto store = storage::LocalStore::open(lead);
+  ASSERT_TRUE(store.is_ok());
+  auto ckpt = model::Llama::create(model_, 99);
+  const fs::path file = dir_.path() / "ckpt.safetensors";
+  ASSERT_TRUE(ckpt->save(file).is_ok());
+  auto bytes = files::read_file(file, 1 << 30);
+  ASSERT_TRUE(bytes.is_ok());
+  ASSERT_TRUE((*store)->put(protocol::keys::checkpoint(5), *bytes).is_ok());
+  const protocol::CheckpointPointer ptr{0, 5, protocol::keys::checkpoint(5), model_.canonical(),
+                                        chain::keccak256(as_bytes("set"))};
+  ASSERT_TRUE(
+      (*store)->put(protocol::keys::checkpoint_latest(), as_bytes(protocol::encode_checkpoint_pointer(ptr))).is_ok());
+  add_miner(0, 1);
+  run();
+
+  auto own = storage::LocalStore::open(dir_.path() / "miner0-store");
+  ASSERT_TRUE(own.is_ok());
+  auto gradient = (*own)->get(protocol::keys::gradient(w0_), 1 << 30);
+  ASSERT_TRUE(gradient.is_ok()) << gradient.status();
+  auto packet = chain::open_packet(gradient->data);
+  ASSERT_TRUE(packet.is_ok()) << packet.status();
+  EXPECT_EQ(packet->packet.global_step, 5u);
+  auto fp_object = (*own)->get(protocol::keys::fingerprint(w0_), 1 << 20);
+  ASSERT_TRUE(fp_object.is_ok()) << fp_object.status();
+  auto fp = nlohmann::json::parse(fp_object->data.begin(), fp_object->data.end());
+  EXPECT_EQ(fp["basis"], to_hex(ptr.basis));
+  const auto& embed = ckpt->parameters()[0];
+  auto positions =
+      protocol::fingerprint_positions(ptr.basis, fp["uid"].get<std::uint16_t>(), embed.name, embed.tensor.numel());
+  auto values = fp["values"][embed.name].get<std::vector<float>>();
+  ASSERT_EQ(values.size(), positions.size());
+  for (std::size_t i = 0; i < positions.size(); ++i) {
+    EXPECT_EQ(values[i], embed.tensor.view({-1})[positions[i]].item<float>()) << "position " << positions[i];
+  }
+  miners_.clear();
+  EXPECT_EQ(miner_state(0).chain.global_step, 5u);
+}
+
+// A node whose store location does not fit the Commitments pallet (three
+// Raw fields of 128 bytes) is refused at start, the limit named. (Was an
+// e2e CommitRevealTest; the binaries' exit on a failed start is
+// ExitCodes.EveryBinaryFollowsTheTable.)
+TEST_F(InProcessNetwork, ALocationTooBigForThePalletStopsTheNodeAtStart) {
+  const fs::path long_dir = dir_.path() / std::string(200, 'x') / std::string(200, 'y');
+  miner::MinerNodeOptions mo;
+  mo.protocol = network_protocol();
+  mo.chain.netuid = fake_.netuid();
+  mo.model = model_;
+  mo.storage = testing::file_store(long_dir);
+  mo.miner.data_dir = data_dir_.string();
+  mo.miner.state_dir = (dir_.path() / "long-state").string();
+  auto node = miner::MinerNode::create(mo, miner_keys_[0], testing::local_io(fake_, miner_keys_[0], long_dir));
+  ASSERT_FALSE(node.is_ok());
+  EXPECT_NE(node.status().message().find("a commitment on chain holds at most 384"), std::string::npos)
+      << node.status();
+  EXPECT_NE(node.status().message().find("3 fields of 128 bytes"), std::string::npos) << node.status();
+  validator::ValidatorNodeOptions vo;
+  vo.protocol = network_protocol();
+  vo.chain.netuid = fake_.netuid();
+  vo.model = model_;
+  vo.storage = testing::file_store(long_dir);
+  vo.validator.data_dir = data_dir_.string();
+  vo.validator.state_dir = (dir_.path() / "long-validator-state").string();
+  auto v = validator::ValidatorNode::create(vo, validator_key_, testing::local_io(fake_, validator_key_, long_dir));
+  ASSERT_FALSE(v.is_ok());
+  EXPECT_NE(v.status().message().find("a commitment on chain holds at most 384"), std::string::npos) << v.status();
+}
+
+// On a commit-reveal subnet (an epoch of three windows, reveal period 1)
+// the validator commits each posting epoch's weights and reveals every
+// commit in its reveal epoch; stopped between a commit and its reveal, it
+// reveals after the restart. None is lost, and the chain holds as many
+// revealed posts as the log says. (Was the e2e CommitRevealTest; the
+// contract's side is chain_tests' SubtensorRules.CommitRevealByEpoch.)
+TEST_F(InProcessNetwork, EveryCommitIsRevealedInItsEpochAcrossARestart) {
+  fake_.set_commit_reveal(true);
+  fake_.set_tempo(3 * kBlocksPerWindow);
+  auto weights_log = [](storage::StateStore& db) {
+    std::vector<validator::WeightsLogEntry> out;
+    auto rows = db.scan(storage::Family::kWeightsLog, "");
+    EXPECT_TRUE(rows.is_ok()) << rows.status();
+    if (!rows.is_ok()) return out;
+    for (const auto& [k, v] : *rows) {
+      auto e = validator::weights_entry_from_json(nlohmann::json::parse(v.begin(), v.end()));
+      EXPECT_TRUE(e.is_ok()) << k << ": " << e.status();
+      if (e.is_ok()) out.push_back(*e);
+    }
+    return out;
+  };
+  for (std::size_t i = 0; i < miner_keys_.size(); ++i) add_miner(i, 4);
+  add_validator(4);
+  run();
+  // Its last commit is still waiting for its reveal epoch.
+  auto before = weights_log(validator_->state());
+  ASSERT_FALSE(before.empty());
+  EXPECT_EQ(before.back().phase, validator::WeightsPhase::kCommitted);
+  EXPECT_TRUE(fake_.weights().size() < before.size()) << "every commit was revealed before the stop";
+
+  validator_.reset();  // the restart: the same state folder, three windows more
+  miners_.clear();
+  for (std::size_t i = 0; i < miner_keys_.size(); ++i) add_miner(i, 3);
+  add_validator(7);
+  run();
+  auto reader = fake_.as(validator_key_);
+  const std::uint64_t now = reader->subnet_epoch(fake_.netuid(), std::nullopt).value();
+  std::size_t revealed = 0;
+  for (const auto& e : weights_log(validator_->state())) {
+    ASSERT_TRUE(e.commit_epoch.has_value()) << "epoch " << e.epoch;
+    const std::uint64_t reveal_epoch = *e.commit_epoch + 1;
+    if (reveal_epoch < now) {
+      EXPECT_EQ(e.phase, validator::WeightsPhase::kConfirmed) << "epoch " << e.epoch;
+    }
+    EXPECT_TRUE(e.phase == validator::WeightsPhase::kConfirmed || e.phase == validator::WeightsPhase::kCommitted)
+        << "epoch " << e.epoch << ": " << validator::name(e.phase);
+    if (e.phase == validator::WeightsPhase::kConfirmed) {
+      ASSERT_TRUE(e.block.has_value());
+      EXPECT_EQ(reader->subnet_epoch(fake_.netuid(), *e.block).value(), reveal_epoch) << "epoch " << e.epoch;
+      ++revealed;
+    }
+  }
+  EXPECT_GE(revealed, 2u);
+  const auto posts = fake_.weights();
+  EXPECT_EQ(posts.size(), revealed);
+  for (const auto& p : posts) EXPECT_TRUE(p.revealed);
 }
 
 }  // namespace
