@@ -204,111 +204,142 @@ Result<std::unique_ptr<Adversary>> start_adversary(const DemoArgs& a, std::size_
   return Adversary::start(std::move(o));
 }
 
-int run_demo(const DemoArgs& a) {
-  const fs::path dir = a.dir.empty() ? fs::temp_directory_path() / "crucible-demo" : fs::path(a.dir);
-  std::error_code ec;
-  fs::remove_all(dir / "run", ec);
-  fs::create_directories(dir / "run/logs", ec);
-  const fs::path run = dir / "run";
-  const fs::path bin = self_dir();
-  const fs::path source = CRUCIBLE_SOURCE_DIR;
-  const fs::path model_file = source / "configs/models" / (a.model + ".toml");
-  if (!fs::exists(model_file)) return fail("model", not_found("no preset {}", model_file.string()));
+// One demo run, a step at a time: each step leaves what the next needs in
+// the members and answers an exit code (kExitOk to go on). The processes
+// and bad miners it started stop with it.
+class DemoRun {
+ public:
+  explicit DemoRun(const DemoArgs& a)
+      : a_(a),
+        dir_(a.dir.empty() ? fs::temp_directory_path() / "crucible-demo" : fs::path(a.dir)),
+        run_(dir_ / "run"),
+        data_(dir_ / "data"),
+        bin_(self_dir()),
+        source_(CRUCIBLE_SOURCE_DIR),
+        model_file_(source_ / "configs/models" / (a.model + ".toml")) {}
+  DemoRun(const DemoRun&) = delete;
+  DemoRun& operator=(const DemoRun&) = delete;
+  ~DemoRun() { stop(); }
 
-  if (a.store == "s3" && std::find(a.bad_miners.begin(), a.bad_miners.end(), "copy") != a.bad_miners.end()) {
-    fmt::print(stderr, "demo: --bad-miner copy reads the first miner's folder: use it with --store file\n");
-    return kExitUsage;
+  int run() {
+    for (int (DemoRun::*step)() : {&DemoRun::check_args, &DemoRun::prepare_data, &DemoRun::start_chain,
+                                   &DemoRun::register_accounts, &DemoRun::start_store, &DemoRun::write_network,
+                                   &DemoRun::start_validator, &DemoRun::start_miners, &DemoRun::start_adversaries}) {
+      if (const int rc = (this->*step)(); rc != kExitOk) return rc;
+    }
+    return watch();
   }
-  fmt::print("crucible demo: {} miners, 1 validator, {} windows of {} one-second blocks, model '{}'\n", a.miners,
-             a.windows, a.blocks_per_window, a.model);
-  fmt::print("  working folder {} (logs in run/logs/)\n", dir.string());
+
+ private:
+  void stop() {
+    adversaries_.clear();
+    stop_all(procs_);
+  }
+
+  int check_args() {
+    if (!fs::exists(model_file_)) return fail("model", not_found("no preset {}", model_file_.string()));
+    if (a_.store == "s3" && std::find(a_.bad_miners.begin(), a_.bad_miners.end(), "copy") != a_.bad_miners.end()) {
+      fmt::print(stderr, "demo: --bad-miner copy reads the first miner's folder: use it with --store file\n");
+      return kExitUsage;
+    }
+    std::error_code ec;
+    fs::remove_all(run_, ec);
+    fs::create_directories(run_ / "logs", ec);
+    fmt::print("crucible demo: {} miners, 1 validator, {} windows of {} one-second blocks, model '{}'\n", a_.miners,
+               a_.windows, a_.blocks_per_window, a_.model);
+    fmt::print("  working folder {} (logs in run/logs/)\n", dir_.string());
+    return kExitOk;
+  }
 
   // 1. Data (kept between runs).
-  const fs::path data = dir / "data";
-  {
+  int prepare_data() {
     fmt::print("[1/5] token shards from the Brown corpus\n");
     std::string cmd = fmt::format("'{}' data prepare --corpus brown --out '{}' --vocab-size 2048",
-                                  (bin / "crucible").string(), data.string());
+                                  (bin_ / "crucible").string(), data_.string());
     std::fflush(stdout);
     if (std::system(cmd.c_str()) != 0) return fail("data prepare", unavailable("crucible data prepare failed"));
+    return kExitOk;
   }
 
   // 2. The chain.
-  fmt::print("[2/5] local chain (anvil + Bittensor stand-ins)\n");
-  chain::LocalChainOptions co;
-  co.anvil_path = find_anvil();
-  co.work_dir = (run / "chain").string();
-  co.block_time_s = 1;
-  auto local = chain::LocalChain::start(co);
-  if (!local.is_ok()) return fail("local chain", local.status());
-  chain::ChainOptions chain_opts;
-  chain_opts.rpc_url = (*local)->url();
-  chain_opts.netuid = (*local)->netuid();
+  int start_chain() {
+    fmt::print("[2/5] local chain (anvil + Bittensor stand-ins)\n");
+    chain::LocalChainOptions co;
+    co.anvil_path = find_anvil();
+    co.work_dir = (run_ / "chain").string();
+    co.block_time_s = 1;
+    auto local = chain::LocalChain::start(co);
+    if (!local.is_ok()) return fail("local chain", local.status());
+    local_ = std::move(local).value();
+    chain_.rpc_url = local_->url();
+    chain_.netuid = local_->netuid();
+    return kExitOk;
+  }
+
+  std::string key_file(std::size_t i) const { return (run_ / fmt::format("key{}.json", i)).string(); }
 
   // 3. Keys and registration: dev account 1 validates, 2.. mine.
-  fmt::print("[3/5] wallets and registration\n");
-  const auto& keys = (*local)->dev_keys();
-  const std::size_t accounts = static_cast<std::size_t>(a.miners) + a.bad_miners.size() + 1;
-  if (a.miners < 1 || accounts + 1 > keys.size()) {
-    return fail("miners", invalid_argument("--miners plus --bad-miner must be 1..{}", keys.size() - 2));
-  }
-  auto key_file = [&](std::size_t i) { return (run / fmt::format("key{}.json", i)).string(); };
-  std::vector<std::uint16_t> uids;
-  for (std::size_t i = 1; i <= accounts; ++i) {
-    chain::KeystoreParams light;
-    light.scrypt_n = 1 << 12;  // a demo wallet: quick to open
-    auto ks = chain::encrypt_keystore(keys[i], Secret("demo"), light);
-    if (!ks.is_ok()) return fail("keystore", ks.status());
-    if (Status st = chain::write_secret_file(key_file(i), *ks, true); !st.is_ok()) return fail("keystore", st);
-    auto c = chain::EvmChain::connect(chain::to_evm_options(chain_opts), keys[i]);
-    if (!c.is_ok()) return fail("chain", c.status());
-    auto hotkey = chain::substrate::mirror_account(keys[i].address());
-    if (auto sent = (*c)->register_neuron(chain_opts.netuid, hotkey); !sent.is_ok())
-      return fail("register", sent.status());
-    // The commitment key (`crucible chain proxy`), so each node publishes its
-    // location with one transaction when it starts.
-    if (auto proxy = (*c)->ensure_commitment_proxy(chain::kCommitmentGasFundsWei); !proxy.is_ok())
-      return fail("commitment proxy", proxy.status());
-    if (i > 1 && i <= static_cast<std::size_t>(a.miners) + 1) {
-      uids.push_back(static_cast<std::uint16_t>(i - 1));  // the honest miners (the validator is uid 0)
+  int register_accounts() {
+    fmt::print("[3/5] wallets and registration\n");
+    const auto& keys = local_->dev_keys();
+    const std::size_t accounts = static_cast<std::size_t>(a_.miners) + a_.bad_miners.size() + 1;
+    if (a_.miners < 1 || accounts + 1 > keys.size()) {
+      return fail("miners", invalid_argument("--miners plus --bad-miner must be 1..{}", keys.size() - 2));
     }
+    for (std::size_t i = 1; i <= accounts; ++i) {
+      chain::KeystoreParams light;
+      light.scrypt_n = 1 << 12;  // a demo wallet: quick to open
+      auto ks = chain::encrypt_keystore(keys[i], Secret("demo"), light);
+      if (!ks.is_ok()) return fail("keystore", ks.status());
+      if (Status st = chain::write_secret_file(key_file(i), *ks, true); !st.is_ok()) return fail("keystore", st);
+      auto c = chain::EvmChain::connect(chain::to_evm_options(chain_), keys[i]);
+      if (!c.is_ok()) return fail("chain", c.status());
+      auto hotkey = chain::substrate::mirror_account(keys[i].address());
+      if (auto sent = (*c)->register_neuron(chain_.netuid, hotkey); !sent.is_ok())
+        return fail("register", sent.status());
+      // The commitment key (`crucible chain proxy`), so each node publishes its
+      // location with one transaction when it starts.
+      if (auto proxy = (*c)->ensure_commitment_proxy(chain::kCommitmentGasFundsWei); !proxy.is_ok())
+        return fail("commitment proxy", proxy.status());
+      if (i > 1 && i <= static_cast<std::size_t>(a_.miners) + 1) {
+        uids_.push_back(static_cast<std::uint16_t>(i - 1));  // the honest miners (the validator is uid 0)
+      }
+    }
+    if (Status st = local_->set_stake(0, 1'000'000'000'000, true); !st.is_ok()) return fail("stake", st);
+    return kExitOk;
   }
-  if (Status st = (*local)->set_stake(0, 1'000'000'000'000, true); !st.is_ok()) return fail("stake", st);
 
   // Each node's store: a folder, or its own bucket on a local S3 server.
-  std::unique_ptr<DemoS3> s3;
-  if (a.store == "s3") {
+  int start_store() {
+    if (a_.store != "s3") return kExitOk;
     fmt::print("      S3 server (Ceph radosgw, SigV4) for the nodes' buckets\n");
     std::fflush(stdout);
-    auto started = DemoS3::start(run, run / "logs");
+    auto started = DemoS3::start(run_, run_ / "logs");
     if (!started.is_ok()) return fail("S3 server", started.status());
-    s3 = std::move(*started);
+    s3_ = std::move(*started);
+    return kExitOk;
   }
-  auto storage_of = [&](const std::string& name) -> Result<std::string> {
-    if (!s3) return fmt::format("[storage]\nurl = \"file://{}/stores/{}\"\n", run.string(), name);
-    return s3->storage_section(name);
-  };
+  Result<std::string> storage_of(const std::string& name) const {
+    if (!s3_) return fmt::format("[storage]\nurl = \"file://{}/stores/{}\"\n", run_.string(), name);
+    return s3_->storage_section(name);
+  }
 
-  // 4. Configs.
-  auto free_port = free_loopback_port();
-  if (!free_port.is_ok()) return fail("API port", free_port.status());
-  const std::uint16_t api_port = *free_port;
-  // The network: configs/local/network.toml's constants, the model preset,
-  // this run's window length and netuid, the data's and the genesis model's
-  // digests, written as a manifest (docs/network.md) that every node joins
-  // with; this run adds only where its chain is.
-  const std::string manifest = (run / "network.toml").string();
-  {
+  // 4. The network: configs/local/network.toml's constants, the model
+  // preset, this run's window length and netuid, the data's and the genesis
+  // model's digests, written as a manifest (docs/network.md) that every
+  // node joins with; this run adds only where its chain is.
+  int write_network() {
+    auto free_port = free_loopback_port();
+    if (!free_port.is_ok()) return fail("API port", free_port.status());
+    api_port_ = *free_port;
     std::string cmd = fmt::format(
         "'{}' network init --name local-demo --config '{}' --config '{}' --set protocol.blocks_per_window={} "
         "--set chain.netuid={} --data '{}' --out '{}' --force",
-        (bin / "crucible").string(), (source / "configs/local/network.toml").string(), model_file.string(),
-        a.blocks_per_window, chain_opts.netuid, data.string(), manifest);
+        (bin_ / "crucible").string(), (source_ / "configs/local/network.toml").string(), model_file_.string(),
+        a_.blocks_per_window, chain_.netuid, data_.string(), manifest_);
     std::fflush(stdout);
     if (std::system(cmd.c_str()) != 0) return fail("network manifest", unavailable("crucible network init failed"));
-  }
-  const std::string this_run = (run / "chain.toml").string();
-  std::ofstream(this_run) << fmt::format(R"(# This demo run: where its chain is; text logs to read.
+    std::ofstream(this_run_) << fmt::format(R"(# This demo run: where its chain is; text logs to read.
 [log]
 format = "text"
 [chain]
@@ -319,22 +350,33 @@ rpc_url = "{}"
 peer_file_urls = true
 peer_private_endpoints = true
 )",
-                                         chain_opts.rpc_url);
-  std::vector<Proc> procs;
-  auto node = [&](const std::string& binary, const std::string& name, const std::string& toml, std::size_t key) {
-    std::vector<std::string> argv{
-        (bin / binary).string(), "--network", manifest, "--config", this_run, "--config", toml, "--key", key_file(key)};
-    auto p = spawn(name, argv, run / "logs" / (name + ".log"));
-    if (p.is_ok()) procs.push_back(*p);
+                                            chain_.rpc_url);
+    return kExitOk;
+  }
+
+  Status start_node(const std::string& binary, const std::string& name, const std::string& toml, std::size_t key) {
+    std::vector<std::string> argv{(bin_ / binary).string(),
+                                  "--network",
+                                  manifest_,
+                                  "--config",
+                                  this_run_,
+                                  "--config",
+                                  toml,
+                                  "--key",
+                                  key_file(key)};
+    auto p = spawn(name, argv, run_ / "logs" / (name + ".log"));
+    if (p.is_ok()) procs_.push_back(*p);
     return p.status();
-  };
-  fmt::print("[4/5] starting the validator (uid 0, dashboard and API http://127.0.0.1:{}/) and {} miners\n", api_port,
-             a.miners);
-  const std::string vtoml = (run / "validator.toml").string();
-  auto vstorage = storage_of("validator");
-  if (!vstorage.is_ok()) return fail("validator store", vstorage.status());
-  std::ofstream(vtoml) << *vstorage
-                       << fmt::format(R"([validator]
+  }
+
+  int start_validator() {
+    fmt::print("[4/5] starting the validator (uid 0, dashboard and API http://127.0.0.1:{}/) and {} miners\n",
+               api_port_, a_.miners);
+    const std::string vtoml = (run_ / "validator.toml").string();
+    auto vstorage = storage_of("validator");
+    if (!vstorage.is_ok()) return fail("validator store", vstorage.status());
+    std::ofstream(vtoml) << *vstorage
+                         << fmt::format(R"([validator]
 data_dir = "{}"
 state_dir = "{}/validator-state"
 eval_per_window = 20
@@ -345,19 +387,20 @@ observe_interval_s = 0.25
 [api]
 port = {}
 )",
-                                      data.string(), run.string(),
-                                      fmt::format("{}", fmt::join(a.validator_options, "\n")), api_port);
-  if (Status st = node("crucible-validator", "validator", vtoml, 1); !st.is_ok()) return fail("validator", st);
-  for (int m = 0; m < a.miners; ++m) {
-    const std::string name = fmt::format("miner{}", m + 1);
-    const std::string toml = (run / (name + ".toml")).string();
-    auto mstorage = storage_of(name);
-    if (!mstorage.is_ok()) {
-      stop_all(procs);
-      return fail(name + " store", mstorage.status());
-    }
-    std::ofstream(toml) << *mstorage
-                        << fmt::format(R"([miner]
+                                        data_.string(), run_.string(),
+                                        fmt::format("{}", fmt::join(a_.validator_options, "\n")), api_port_);
+    if (Status st = start_node("crucible-validator", "validator", vtoml, 1); !st.is_ok()) return fail("validator", st);
+    return kExitOk;
+  }
+
+  int start_miners() {
+    for (int m = 0; m < a_.miners; ++m) {
+      const std::string name = fmt::format("miner{}", m + 1);
+      const std::string toml = (run_ / (name + ".toml")).string();
+      auto mstorage = storage_of(name);
+      if (!mstorage.is_ok()) return fail(name + " store", mstorage.status());
+      std::ofstream(toml) << *mstorage
+                          << fmt::format(R"([miner]
 data_dir = "{}"
 state_dir = "{}/{}-state"
 inner_steps = 4
@@ -368,128 +411,147 @@ threads = 1
 aggregate_wait_s = 8.0
 progress = "off"
 )",
-                                       data.string(), run.string(), name);
-    if (Status st = node("crucible-miner", name, toml, static_cast<std::size_t>(m) + 2); !st.is_ok()) {
-      stop_all(procs);
-      return fail(name, st);
+                                         data_.string(), run_.string(), name);
+      if (Status st = start_node("crucible-miner", name, toml, static_cast<std::size_t>(m) + 2); !st.is_ok()) {
+        return fail(name, st);
+      }
     }
+    return kExitOk;
   }
 
-  std::vector<std::unique_ptr<Adversary>> adversaries;
-  NodeConfig network_config;
-  if (!a.bad_miners.empty()) {
+  int start_adversaries() {
+    if (a_.bad_miners.empty()) return kExitOk;
+    NodeConfig network_config;
     CommonFlags flags;
-    flags.network = manifest;
-    flags.config_files = {this_run};
+    flags.network = manifest_;
+    flags.config_files = {this_run_};
     char* no_env[] = {nullptr};
     if (Status st = load_node_config(Role::kAny, flags, no_env, network_config); !st.is_ok()) {
-      stop_all(procs);
       return fail("bad miner", st);
     }
-  }
-  for (std::size_t j = 0; j < a.bad_miners.size(); ++j) {
-    auto adv = start_adversary(a, j, network_config, keys, run, data);
-    if (!adv.is_ok()) {
-      stop_all(procs);
-      return fail("bad miner", adv.status());
+    for (std::size_t j = 0; j < a_.bad_miners.size(); ++j) {
+      auto adv = start_adversary(a_, j, network_config, local_->dev_keys(), run_, data_);
+      if (!adv.is_ok()) return fail("bad miner", adv.status());
+      adversaries_.push_back(std::move(*adv));
     }
-    adversaries.push_back(std::move(*adv));
+    return kExitOk;
   }
 
-  // 5. Watch the validator's windows, from the first one every miner trains
-  // whole: a miner that starts late in a window (a loaded machine, the S3
-  // server) trains from the next, and the windows before are not the
-  // network's.
-  fmt::print("[5/5] running (Ctrl-C stops)\n");
-  std::fflush(stdout);
-  struct sigaction sa {};
-  sa.sa_handler = on_demo_signal;
-  sigemptyset(&sa.sa_mask);
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  auto first_counted = wait_for_miners(procs, run, chain_opts, a.blocks_per_window);
-  if (!first_counted.is_ok()) {
-    adversaries.clear();
-    stop_all(procs);
-    if (g_interrupted.load()) {
-      fmt::print("demo: stopped (logs in {})\n", (run / "logs").string());
-      return kExitOk;
-    }
-    return fail("miners", first_counted.status());
-  }
-  fmt::print("      miners ready: counting windows from {}, the first each trains whole\n", *first_counted);
-  int seen = 0;
-  std::size_t printed = 0;
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::seconds(60 + 3 * a.windows * static_cast<int>(a.blocks_per_window));
-  const std::string api_url = fmt::format("http://127.0.0.1:{}", api_port);
-  // After --windows: summary.json, progress.svg and the score table; with
-  // --keep the network then runs on, its dashboard open, until Ctrl-C.
-  auto report = [&]() {
+  // After --windows: summary.json, progress.svg and the score table.
+  int report() const {
     int rc = kExitOk;
-    if (Status st = write_report(api_url, uids, *first_counted, a.out); !st.is_ok()) {
-      fmt::print(stderr, "demo: writing {}: {}\n", a.out, st.to_string());
+    if (Status st = write_report(api_url(), uids_, first_counted_, a_.out); !st.is_ok()) {
+      fmt::print(stderr, "demo: writing {}: {}\n", a_.out, st.to_string());
       rc = kExitFailure;
     }
-    auto body = http_get(api_url + "/v1/scores");
+    auto body = http_get(api_url() + "/v1/scores");
     if (body.is_ok()) {
       auto table = format_scores(*body);
-      fmt::print("\nscores (crucible scores --url {}):\n{}", api_url, table.is_ok() ? *table : *body);
+      fmt::print("\nscores (crucible scores --url {}):\n{}", api_url(), table.is_ok() ? *table : *body);
     } else {
       fmt::print(stderr, "demo: reading the scores: {}\n", body.status().message());
       rc = kExitFailure;
     }
     return rc;
-  };
-  int rc = kExitOk;
-  bool reported = false;
-  while (!g_interrupted.load() && (a.keep ? true : seen < a.windows)) {
-    if (!reported && seen < a.windows && std::chrono::steady_clock::now() >= deadline) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    for (auto& p : procs) {
-      if (exited(p)) {
-        fmt::print(stderr, "demo: {} stopped early; its log:\n{}\n", p.name, read_text(p.log));
-        stop_all(procs);
-        return kExitFailure;
-      }
-    }
-    std::string log = read_text(run / "logs/validator.log");
+  }
+  std::string api_url() const { return fmt::format("http://127.0.0.1:{}", api_port_); }
+
+  // The validator's finished windows from the first counted one; prints
+  // those not printed yet.
+  int count_windows() {
+    const std::string log = read_text(run_ / "logs/validator.log");
     std::size_t at = 0;
     int count = 0;
     while ((at = log.find("window done", at)) != std::string::npos) {
       auto end = log.find('\n', at);
       const std::string line = log.substr(at, end - at);
       at = end;
-      if (window_of_line(line) < *first_counted) continue;
+      if (window_of_line(line) < first_counted_) continue;
       ++count;
-      if (count > static_cast<int>(printed)) {
+      if (count > static_cast<int>(printed_)) {
         fmt::print("  {}\n", line);
         std::fflush(stdout);  // a window at a time, also through a pipe
-        ++printed;
+        ++printed_;
       }
     }
-    seen = count;
-    if (a.keep && !reported && seen >= a.windows) {
-      rc = report();
-      reported = true;
-      fmt::print("\ndashboard: {}/  (the network keeps running; Ctrl-C stops it)\n", api_url);
-      std::fflush(stdout);
+    return count;
+  }
+
+  // 5. Watch the validator's windows, from the first one every miner trains
+  // whole: a miner that starts late in a window (a loaded machine, the S3
+  // server) trains from the next, and the windows before are not the
+  // network's. With --keep the network runs on after the report, its
+  // dashboard open, until Ctrl-C.
+  int watch() {
+    fmt::print("[5/5] running (Ctrl-C stops)\n");
+    std::fflush(stdout);
+    struct sigaction sa {};
+    sa.sa_handler = on_demo_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, nullptr);
+    sigaction(SIGTERM, &sa, nullptr);
+    auto first_counted = wait_for_miners(procs_, run_, chain_, a_.blocks_per_window);
+    if (!first_counted.is_ok()) {
+      stop();
+      if (g_interrupted.load()) {
+        fmt::print("demo: stopped (logs in {})\n", (run_ / "logs").string());
+        return kExitOk;
+      }
+      return fail("miners", first_counted.status());
     }
+    first_counted_ = *first_counted;
+    fmt::print("      miners ready: counting windows from {}, the first each trains whole\n", first_counted_);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::seconds(60 + 3 * a_.windows * static_cast<int>(a_.blocks_per_window));
+    int rc = kExitOk, seen = 0;
+    bool reported = false;
+    while (!g_interrupted.load() && (a_.keep ? true : seen < a_.windows)) {
+      if (!reported && seen < a_.windows && std::chrono::steady_clock::now() >= deadline) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));
+      for (auto& p : procs_) {
+        if (exited(p)) {
+          fmt::print(stderr, "demo: {} stopped early; its log:\n{}\n", p.name, read_text(p.log));
+          return kExitFailure;
+        }
+      }
+      seen = count_windows();
+      if (a_.keep && !reported && seen >= a_.windows) {
+        rc = report();
+        reported = true;
+        fmt::print("\ndashboard: {}/  (the network keeps running; Ctrl-C stops it)\n", api_url());
+        std::fflush(stdout);
+      }
+    }
+    if (seen < a_.windows) {
+      fmt::print(stderr, "demo: the validator finished {} of {} windows in time (logs in {})\n", seen, a_.windows,
+                 (run_ / "logs").string());
+      rc = g_interrupted.load() ? kExitOk : kExitFailure;
+    }
+    if (!reported) {
+      const int r = report();
+      if (rc == kExitOk) rc = r;
+    }
+    stop();
+    fmt::print("demo: stopped (logs in {})\n", (run_ / "logs").string());
+    return rc;
   }
-  if (seen < a.windows) {
-    fmt::print(stderr, "demo: the validator finished {} of {} windows in time (logs in {})\n", seen, a.windows,
-               (run / "logs").string());
-    rc = g_interrupted.load() ? kExitOk : kExitFailure;
-  }
-  if (!reported) {
-    const int r = report();
-    if (rc == kExitOk) rc = r;
-  }
-  adversaries.clear();
-  stop_all(procs);
-  fmt::print("demo: stopped (logs in {})\n", (run / "logs").string());
-  return rc;
-}
+
+  const DemoArgs& a_;
+  const fs::path dir_, run_, data_, bin_, source_, model_file_;
+  const std::string manifest_ = (run_ / "network.toml").string();
+  const std::string this_run_ = (run_ / "chain.toml").string();
+  std::unique_ptr<chain::LocalChain> local_;
+  chain::ChainOptions chain_;
+  std::vector<std::uint16_t> uids_;  // the honest miners
+  std::unique_ptr<DemoS3> s3_;
+  std::uint16_t api_port_ = 0;
+  std::vector<Proc> procs_;
+  std::vector<std::unique_ptr<Adversary>> adversaries_;
+  std::uint64_t first_counted_ = 0;
+  std::size_t printed_ = 0;
+};
+
+int run_demo(const DemoArgs& a) { return DemoRun(a).run(); }
 
 }  // namespace
 

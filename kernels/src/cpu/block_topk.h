@@ -93,6 +93,72 @@ inline std::size_t group_size(std::size_t elems, std::size_t k) {
   return std::max<std::size_t>(1, std::min<std::size_t>(16, elems / k));
 }
 
+// Each group's largest magnitude (as bits) into `own`, a row at a time;
+// answers the number of groups.
+CRUCIBLE_HOT inline std::size_t group_maxima(const float* base, std::int64_t stride, std::size_t rows, std::size_t cols,
+                                             std::size_t g_size, std::uint32_t* own) {
+  std::size_t groups = 0;
+  if (g_size == 16 && cols % 16 == 0) {  // the usual block: groups of 16, a vector each
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* row = base + static_cast<std::int64_t>(r) * stride;
+      for (std::size_t c0 = 0; c0 < cols; c0 += 16) own[groups++] = max_magnitude16(row + c0);
+    }
+    return groups;
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = base + static_cast<std::int64_t>(r) * stride;
+    for (std::size_t c0 = 0; c0 < cols; c0 += g_size) {
+      // Magnitudes' bits are < 2^31, so signed order is theirs.
+      std::int32_t m = 0;
+      for (std::size_t c = c0; c < std::min(cols, c0 + g_size); ++c)
+        m = std::max(m, static_cast<std::int32_t>(magnitude_bits(row[c])));
+      own[groups++] = static_cast<std::uint32_t>(m);
+    }
+  }
+  return groups;
+}
+
+// T: a histogram of each group maximum's distance below the largest, in
+// 64ths of an octave (256 bins over four octaves, the last catching the rest); T is the
+// lowest value of the first bins that hold k groups. Every group at or
+// above T is in those bins, so at least k are.
+CRUCIBLE_HOT inline std::uint32_t group_threshold(const std::uint32_t* gmax, std::size_t groups, std::size_t k) {
+  std::uint32_t top = 0;
+  for (std::size_t g = 0; g < groups; ++g) top = std::max(top, gmax[g]);
+  std::uint32_t hist[256] = {};
+  for (std::size_t g = 0; g < groups; ++g) ++hist[std::min<std::uint32_t>(255, (top - gmax[g]) >> 17)];
+  std::size_t seen = 0, bin = 0;
+  for (; bin < 255; ++bin) {
+    seen += hist[bin];
+    if (seen >= k) break;
+  }
+  const std::uint32_t below = ((static_cast<std::uint32_t>(bin) + 1) << 17) - 1;
+  return bin == 255 || below > top ? 0 : top - below;
+}
+
+// The first k candidates (magnitude bits << 12 | 4095 - index) written out
+// in ascending index order: marked in a bitmap, read back in order.
+CRUCIBLE_HOT inline void emit_ascending(const std::uint64_t* cand, std::size_t k, std::size_t elems, const float* base,
+                                        std::int64_t stride, std::size_t cols, std::uint16_t* idx, float* val,
+                                        std::int64_t* where) {
+  std::uint64_t chosen[64] = {};
+  for (std::size_t i = 0; i < k; ++i) {
+    const std::uint32_t j = 4095u - static_cast<std::uint32_t>(cand[i] & 0xFFFu);
+    chosen[j >> 6] |= std::uint64_t{1} << (j & 63);
+  }
+  std::size_t out = 0;
+  for (std::uint32_t w = 0; w < (elems + 63) / 64; ++w) {
+    for (std::uint64_t word = chosen[w]; word != 0; word &= word - 1) {
+      const std::uint32_t j = w * 64 + static_cast<std::uint32_t>(std::countr_zero(word));
+      const std::int64_t at = static_cast<std::int64_t>(j / cols) * stride + static_cast<std::int64_t>(j % cols);
+      idx[out] = static_cast<std::uint16_t>(j);
+      val[out] = base[at];
+      if (where != nullptr) where[out] = at;
+      ++out;
+    }
+  }
+}
+
 // The k elements of largest |x| of the block of `rows` x `cols` values at
 // `base` (rows `stride` floats apart; rows * cols <= 4096, k <= rows * cols),
 // equal magnitudes by lower block-local index j = r * cols + c. Their
@@ -115,44 +181,10 @@ CRUCIBLE_HOT inline void block_topk(const float* base, std::int64_t stride, std:
                                     const std::uint32_t* given = nullptr) {
   const std::size_t elems = rows * cols;
   const std::size_t g_size = group_size(elems, k);
-  std::uint32_t* own = s.group_max.data();
-  const std::uint32_t* gmax = given != nullptr ? given : own;
-  std::size_t groups = 0;
-  // Magnitudes' bits are < 2^31, so signed order is theirs.
-  auto group_max = [](const float* p, std::size_t len) {
-    std::int32_t m = 0;
-    for (std::size_t c = 0; c < len; ++c) m = std::max(m, static_cast<std::int32_t>(magnitude_bits(p[c])));
-    return static_cast<std::uint32_t>(m);
-  };
-  if (given != nullptr) {
-    groups = elems / 16;
-  } else if (g_size == 16 && cols % 16 == 0) {  // the usual block: groups of 16, a vector each
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* row = base + static_cast<std::int64_t>(r) * stride;
-      for (std::size_t c0 = 0; c0 < cols; c0 += 16) own[groups++] = max_magnitude16(row + c0);
-    }
-  } else {
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* row = base + static_cast<std::int64_t>(r) * stride;
-      for (std::size_t c0 = 0; c0 < cols; c0 += g_size)
-        own[groups++] = group_max(row + c0, std::min(g_size, cols - c0));
-    }
-  }
-  // T: a histogram of each group maximum's distance below the largest, in
-  // 64ths of an octave (256 bins over four octaves, the last catching the rest); T is the
-  // lowest value of the first bins that hold k groups. Every group at or
-  // above T is in those bins, so at least k are.
-  std::uint32_t top = 0;
-  for (std::size_t g = 0; g < groups; ++g) top = std::max(top, gmax[g]);
-  std::uint32_t hist[256] = {};
-  for (std::size_t g = 0; g < groups; ++g) ++hist[std::min<std::uint32_t>(255, (top - gmax[g]) >> 17)];
-  std::size_t seen = 0, bin = 0;
-  for (; bin < 255; ++bin) {
-    seen += hist[bin];
-    if (seen >= k) break;
-  }
-  const std::uint32_t below = ((static_cast<std::uint32_t>(bin) + 1) << 17) - 1;
-  const std::uint32_t threshold = bin == 255 || below > top ? 0 : top - below;
+  const std::uint32_t* gmax = given != nullptr ? given : s.group_max.data();
+  const std::size_t groups =
+      given != nullptr ? elems / 16 : group_maxima(base, stride, rows, cols, g_size, s.group_max.data());
+  const std::uint32_t threshold = group_threshold(gmax, groups, k);
   std::uint64_t* cand = s.cand.data();
   // The groups that reach T, listed without a branch per group (which
   // ones do is as good as random), then their candidates the same way.
@@ -181,23 +213,7 @@ CRUCIBLE_HOT inline void block_topk(const float* base, std::int64_t stride, std:
     }
   }
   if (n > k) std::nth_element(cand, cand + (k - 1), cand + n, std::greater<std::uint64_t>());
-  // Ascending indices: mark the chosen in a bitmap and read it in order.
-  std::uint64_t chosen[64] = {};
-  for (std::size_t i = 0; i < k; ++i) {
-    const std::uint32_t j = 4095u - static_cast<std::uint32_t>(cand[i] & 0xFFFu);
-    chosen[j >> 6] |= std::uint64_t{1} << (j & 63);
-  }
-  std::size_t out = 0;
-  for (std::uint32_t w = 0; w < (elems + 63) / 64; ++w) {
-    for (std::uint64_t word = chosen[w]; word != 0; word &= word - 1) {
-      const std::uint32_t j = w * 64 + static_cast<std::uint32_t>(std::countr_zero(word));
-      const std::int64_t at = static_cast<std::int64_t>(j / cols) * stride + static_cast<std::int64_t>(j % cols);
-      idx[out] = static_cast<std::uint16_t>(j);
-      val[out] = base[at];
-      if (where != nullptr) where[out] = at;
-      ++out;
-    }
-  }
+  emit_ascending(cand, k, elems, base, stride, cols, idx, val, where);
 }
 
 }  // namespace crucible::kernels::cpu
