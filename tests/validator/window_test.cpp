@@ -251,10 +251,18 @@ class ValidatorInProcess : public ::testing::Test {
     return &*heldout_;
   }
   WindowContext context(Parts& p) {
-    return WindowContext{o_,        p.io,       protocol::WindowClock(o_.protocol),
-                         *p.peers,  *p.db,      *dataset_,
-                         heldout(), *p.replica, validator_uid_,
-                         7,         p.stop,     *p.codec};
+    return WindowContext{WindowOptions::of(o_),
+                         p.io,
+                         protocol::WindowClock(o_.protocol),
+                         *p.peers,
+                         *p.db,
+                         *dataset_,
+                         heldout(),
+                         *p.replica,
+                         validator_uid_,
+                         7,
+                         p.stop,
+                         *p.codec};
   }
 
   testing::TempDir dir_;

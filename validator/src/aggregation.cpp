@@ -56,7 +56,7 @@ Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Uplo
 ValidatorChain::ValidatorChain(protocol::ChainState& state, WindowContext& cx)
     : link_(cx.replica),
       chain_(link_, state, cx.codec,
-             {cx.o.protocol.outer_lr, cx.o.storage.max_object_bytes, cx.o.model.canonical(), "validator", true}) {}
+             {cx.o.protocol.outer_lr, cx.o.max_object_bytes, cx.o.model.canonical(), "validator", true}) {}
 
 Status save_model(const protocol::ChainState& model, WindowContext& cx) {
   safetensors::Metadata meta = model.metadata();
@@ -69,7 +69,7 @@ namespace {
 Status checkpoint(std::uint64_t w, const protocol::ChainState& model, WindowContext& cx) {
   const fs::path tmp = fs::path(cx.o.validator.state_dir) / "checkpoint.safetensors";
   CRUCIBLE_RETURN_IF_ERROR(cx.replica.save(tmp, {{"window", std::to_string(w)}, {"model", cx.o.model.canonical()}}));
-  CRUCIBLE_ASSIGN_OR_RETURN(Bytes bytes, files::read_file(tmp, cx.o.storage.max_object_bytes));
+  CRUCIBLE_ASSIGN_OR_RETURN(Bytes bytes, files::read_file(tmp, cx.o.max_object_bytes));
   const std::string key = keys::checkpoint(model.global_step);
   CRUCIBLE_RETURN_IF_ERROR(cx.io.store->put(key, bytes));
   protocol::CheckpointPointer ptr{w, model.global_step, key, cx.o.model.canonical(), model.basis};

@@ -59,8 +59,8 @@ struct ValidatorNode::Impl {
       : o(options), io(std::move(i)), clock(options.protocol) {}
 
   WindowContext context(const std::atomic<bool>& stop) {
-    return WindowContext{o,        io,  clock,        *peers, *db,   *dataset, heldout ? &*heldout : nullptr,
-                         *replica, uid, private_seed, stop,   *codec};
+    return WindowContext{WindowOptions::of(o),          io,       clock, *peers,       *db,  *dataset,
+                         heldout ? &*heldout : nullptr, *replica, uid,   private_seed, stop, *codec};
   }
 
   // Where aggregation sets are read: the lead's store (ours when we lead).

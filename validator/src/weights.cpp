@@ -92,8 +92,8 @@ Result<std::vector<WeightsLogEntry>> unrevealed(storage::StateStore& db) {
 }
 
 Status reveal_due(std::vector<WeightsLogEntry> commits, const chain::SubnetParams& sp, WindowContext& cx) {
-  auto current = retry_transient("subnet epoch", *cx.io.clock, cx.stop,
-                                 [&] { return cx.chain().subnet_epoch(cx.o.chain.netuid, {}); });
+  auto current =
+      retry_transient("subnet epoch", *cx.io.clock, cx.stop, [&] { return cx.chain().subnet_epoch(cx.o.netuid, {}); });
   if (!current.is_ok()) return current.status();
   for (WeightsLogEntry& e : commits) {
     // The reveal period as the chain reads it now (weights.rs
@@ -139,7 +139,7 @@ Status commit(std::uint64_t epoch, std::uint64_t w, const chain::SubnetParams& s
   } else {
     auto [uids, values] = std::move(weights);
     CRUCIBLE_ASSIGN_OR_RETURN(chain::WeightsCommit c,
-                              cx.chain().make_commit(cx.o.chain.netuid, uids, values, sp.version_key));
+                              cx.chain().make_commit(cx.o.netuid, uids, values, sp.version_key));
     entry.epoch = epoch;
     entry.window = w;
     entry.uids = std::move(uids);
@@ -154,8 +154,8 @@ Status commit(std::uint64_t epoch, std::uint64_t w, const chain::SubnetParams& s
     entry.commit_tx = to_hex(sent->receipt.tx_hash);
     count("committed");
     // The commit belongs to the epoch the chain was in at its block.
-    auto at = cx.chain().subnet_epoch(cx.o.chain.netuid, sent->receipt.block_number);
-    if (!at.is_ok()) at = cx.chain().subnet_epoch(cx.o.chain.netuid, {});
+    auto at = cx.chain().subnet_epoch(cx.o.netuid, sent->receipt.block_number);
+    if (!at.is_ok()) at = cx.chain().subnet_epoch(cx.o.netuid, {});
     if (at.is_ok()) entry.commit_epoch = *at;
     log::info("weights reveal scheduled",
               {{"epoch", epoch},
@@ -182,7 +182,7 @@ Status set_weights(std::uint64_t epoch, std::uint64_t w, const chain::SubnetPara
   entry.phase = WeightsPhase::kPending;
   entry.block_before = head;
   CRUCIBLE_RETURN_IF_ERROR(put_log(entry, cx.db));
-  auto sent = cx.chain().set_weights(cx.o.chain.netuid, uids, values, sp.version_key);
+  auto sent = cx.chain().set_weights(cx.o.netuid, uids, values, sp.version_key);
   record_sent(entry, sent, WeightsPhase::kConfirmed, "posted");
   // A transient failure leaves the outcome unknown (the transaction may have
   // landed): the entry stays pending, and the chain decides after a restart.
@@ -299,8 +299,8 @@ Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowConte
   CRUCIBLE_ASSIGN_OR_RETURN(auto commits, unrevealed(cx.db));
   // A window that neither posts nor has a commit to reveal asks the chain nothing.
   if (!posting && commits.empty()) return Status::ok();
-  auto sp = retry_transient("subnet params", *cx.io.clock, cx.stop,
-                            [&] { return cx.chain().subnet_params(cx.o.chain.netuid); });
+  auto sp =
+      retry_transient("subnet params", *cx.io.clock, cx.stop, [&] { return cx.chain().subnet_params(cx.o.netuid); });
   if (!sp.is_ok()) return sp.status();
   if (sp->commit_reveal && !commits.empty()) CRUCIBLE_RETURN_IF_ERROR(reveal_due(std::move(commits), *sp, cx));
   if (!posting) return Status::ok();
@@ -310,8 +310,7 @@ Status maybe_post_weights(std::uint64_t w, const ValidatorState& st, WindowConte
   if (logged && logged->phase != WeightsPhase::kPending && logged->phase != WeightsPhase::kCommitting) {
     return Status::ok();  // done (or failed) already
   }
-  auto mg =
-      retry_transient("metagraph", *cx.io.clock, cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
+  auto mg = retry_transient("metagraph", *cx.io.clock, cx.stop, [&] { return cx.chain().metagraph(cx.o.netuid); });
   if (!mg.is_ok()) return mg.status();
   if (cx.uid >= mg->neurons.size()) return failed_precondition("uid {} is no longer in the metagraph", cx.uid);
   const chain::Neuron& me = mg->neurons[cx.uid];

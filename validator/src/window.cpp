@@ -90,8 +90,7 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
   const auto t0 = std::chrono::steady_clock::now();
   const Spool spool(spool_dir(cx, w));
   StepClock steps;
-  auto mg =
-      retry_transient("metagraph", *cx.io.clock, cx.stop, [&] { return cx.chain().metagraph(cx.o.chain.netuid); });
+  auto mg = retry_transient("metagraph", *cx.io.clock, cx.stop, [&] { return cx.chain().metagraph(cx.o.netuid); });
   if (!mg.is_ok()) return mg.status();
   forget_previous_owners(*mg, st);
   steps.done("metagraph");

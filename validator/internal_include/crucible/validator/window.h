@@ -17,12 +17,14 @@
 
 #include "crucible/chain/chain.h"
 #include "crucible/common/dataset.h"
+#include "crucible/common/model_config.h"
 #include "crucible/common/replica.h"
 #include "crucible/kernels/backend.h"
 #include "crucible/kernels/error_feedback.h"
 #include "crucible/protocol/aggregation_set.h"
 #include "crucible/protocol/model_chain.h"
 #include "crucible/protocol/node_io.h"
+#include "crucible/protocol/options.h"
 #include "crucible/protocol/rejection.h"
 #include "crucible/protocol/window_clock.h"
 #include "crucible/storage/state_store.h"
@@ -31,6 +33,7 @@
 #include "crucible/validator/observer.h"
 #include "crucible/validator/similarity.h"
 #include "crucible/validator/state.h"
+#include "crucible/validator/validator_options.h"
 
 namespace crucible::validator {
 
@@ -89,8 +92,24 @@ struct ValidatorState {
   std::map<std::uint16_t, std::uint64_t> cooldown_until;  // uid -> first window it is contacted again
 };
 
+// What a window's steps read of the node's configuration: the protocol,
+// the [validator] section, the model, the subnet and the object-size
+// bound. Not the chain endpoint, the store's credentials, the API or the
+// log settings, which belong to the node that runs the steps.
+struct WindowOptions {
+  const protocol::Options& protocol;
+  const ValidatorOptions& validator;
+  const model::ModelConfig& model;
+  std::uint16_t netuid = 0;
+  std::uint64_t max_object_bytes = 0;  // [storage] max_object_bytes: the most read from any peer
+
+  static WindowOptions of(const ValidatorNodeOptions& o) {
+    return {o.protocol, o.validator, o.model, o.chain.netuid, o.storage.max_object_bytes};
+  }
+};
+
 struct WindowContext {
-  const ValidatorNodeOptions& o;
+  WindowOptions o;
   protocol::NodeIo& io;
   protocol::WindowClock clock;
   protocol::PeerDirectory& peers;
