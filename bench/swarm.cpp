@@ -261,6 +261,7 @@ Status Swarm::own_updates(std::uint64_t w) {
   std::vector<model::TensorValues> grads;
   for (const auto& m : miners_) {
     CRUCIBLE_ASSIGN_OR_RETURN(auto idx, p.dataset->assignment(m->uid, w, o_.protocol.samples_per_window, L));
+    if (o_.gradient_samples > 0 && o_.gradient_samples < idx.size()) idx.resize(o_.gradient_samples);
     CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, p.dataset->tokens(idx, L));
     CRUCIBLE_ASSIGN_OR_RETURN(auto g, p.replica->gradient(tokens, static_cast<std::int64_t>(idx.size())));
     grads.push_back(std::move(g));

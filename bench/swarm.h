@@ -52,8 +52,11 @@ struct SwarmOptions {
   std::filesystem::path data;  // prepared data with the model's vocabulary
   int miners = 16;
   Updates updates = Updates::kCut;
-  double shared = 0.1;               // kCut
-  float update_rms = 5e-3f;          // kOwnGradient: RMS of a dense update, about an honest miner's
+  double shared = 0.1;       // kCut
+  float update_rms = 5e-3f;  // kOwnGradient: RMS of a dense update, about an honest miner's
+  // kOwnGradient: the gradient on the first this many of a uid's window
+  // samples (0: all of them, as a miner trains).
+  std::uint32_t gradient_samples = 0;
   std::size_t threads = 8;           // registration and uploads in parallel
   std::filesystem::path lead_store;  // kOwnGradient: the lead validator's folder store
   double aggregate_wait_s = 3.0;     // kOwnGradient: how long to wait for the last window's set

@@ -18,14 +18,19 @@ namespace {
 
 using ::testing::HasSubstr;
 
-TEST(Demo, RunsTheLocalNetworkShowsLearningAndWritesItsReport) {
+// Two honest miners and a bad miner of each kind (one demo run, as both
+// cost a minute): the network still learns, none of the bad ones enters a
+// set or earns weight. The plain `crucible demo` of the README is
+// Quickstart.FollowsTheDocument's first command.
+TEST(Demo, RunsTheLocalNetworkLearnsWithBadMinersWhoEarnNothingAndWritesItsReport) {
   testing::TempDir dir;
   const auto out = dir.path() / "demo-out";
-  auto r = testing::run_process({testing::bin("crucible"), "demo", "--windows", "3", "--miners", "2", "--dir",
-                                 dir.path().string(), "--out", out.string()});
+  auto r = testing::run_process({testing::bin("crucible"), "demo", "--windows", "3", "--miners", "2", "--bad-miner",
+                                 "noise", "--bad-miner", "zero", "--bad-miner", "copy", "--dir", dir.path().string(),
+                                 "--out", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_THAT(r.out, HasSubstr("bad miner uid 3: noise"));
   EXPECT_THAT(r.out, HasSubstr("window done"));
-  EXPECT_THAT(r.out, HasSubstr("uploads_valid=2"));
   EXPECT_THAT(r.out, HasSubstr("heldout_loss="));
   EXPECT_THAT(r.out, HasSubstr("set="));
   EXPECT_THAT(r.out, HasSubstr("last evaluated"));  // the score table
@@ -50,44 +55,27 @@ TEST(Demo, RunsTheLocalNetworkShowsLearningAndWritesItsReport) {
   ASSERT_GE(windows.size(), 3u) << s.dump(2);
   for (const auto& w : windows) ASSERT_TRUE(w["heldout_loss"].is_number()) << w.dump();
   EXPECT_LT(windows.back()["heldout_loss"].get<double>(), windows.front()["heldout_loss"].get<double>()) << s.dump(2);
-  // Both miners' uploads were aggregated; weights went to the chain in a transaction.
+  // The honest miners' uploads were aggregated, no bad miner's: the bad
+  // ones were seen (scored) but never in a set.
   EXPECT_EQ(s["miners"].size(), 2u);
   EXPECT_GT(s["figures"]["miner_uploads_aggregated"].get<int>(), 0) << s.dump(2);
-  ASSERT_GE(s["weight_posts"].size(), 1u) << s.dump(2);
-  EXPECT_EQ(s["weight_posts"][0]["status"], "confirmed");
-  EXPECT_THAT(s["weight_posts"][0]["tx"].get<std::string>(), ::testing::StartsWith("0x"));
-  std::ifstream svg_in(out / "progress.svg");
-  const std::string svg((std::istreambuf_iterator<char>(svg_in)), std::istreambuf_iterator<char>());
-  EXPECT_THAT(svg, HasSubstr("<polyline"));
-  EXPECT_THAT(svg, HasSubstr("</svg>"));
-}
-
-// With a bad miner of each kind beside two honest ones, the network still
-// learns, and none of them enters a set or earns weight.
-TEST(Demo, BadMinersNeitherEnterASetNorEarnWeight) {
-  testing::TempDir dir;
-  const auto out = dir.path() / "demo-out";
-  auto r = testing::run_process({testing::bin("crucible"), "demo", "--windows", "3", "--miners", "2", "--bad-miner",
-                                 "noise", "--bad-miner", "zero", "--bad-miner", "copy", "--dir", dir.path().string(),
-                                 "--out", out.string()});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  EXPECT_THAT(r.out, HasSubstr("bad miner uid 3: noise"));
-  std::ifstream in(out / "summary.json");
-  const auto s = nlohmann::json::parse(in, nullptr, false);
-  ASSERT_TRUE(s.is_object()) << r.out;
-  const auto& windows = s["windows"];
-  ASSERT_GE(windows.size(), 3u);
-  EXPECT_LT(windows.back()["heldout_loss"].get<double>(), windows.front()["heldout_loss"].get<double>()) << s.dump(2);
   int bad_uploads_seen = 0;
   for (const auto& w : windows) {
     for (const auto& uid : w["set"]) EXPECT_LE(uid.get<int>(), 2) << "a bad miner in the set: " << w.dump();
     for (const char* bad : {"3", "4", "5"}) bad_uploads_seen += w["scores"].contains(bad);
   }
   EXPECT_GT(bad_uploads_seen, 0) << "the bad miners were never seen: " << s.dump(2);
-  ASSERT_GE(s["weight_posts"].size(), 1u);
+  // Weights went to the chain in a transaction, none to a bad miner.
+  ASSERT_GE(s["weight_posts"].size(), 1u) << s.dump(2);
+  EXPECT_EQ(s["weight_posts"][0]["status"], "confirmed");
+  EXPECT_THAT(s["weight_posts"][0]["tx"].get<std::string>(), ::testing::StartsWith("0x"));
   for (const char* bad : {"3", "4", "5"}) {
     EXPECT_FALSE(s["weight_posts"].back()["weights"].contains(bad)) << s["weight_posts"].back().dump();
   }
+  std::ifstream svg_in(out / "progress.svg");
+  const std::string svg((std::istreambuf_iterator<char>(svg_in)), std::istreambuf_iterator<char>());
+  EXPECT_THAT(svg, HasSubstr("<polyline"));
+  EXPECT_THAT(svg, HasSubstr("</svg>"));
 }
 
 }  // namespace
