@@ -15,7 +15,7 @@ bash scripts/layers.sh
 
 # Processes a test may start: none of them may outlive the suite. pgrep
 # matches the process name, which the kernel cuts to 15 characters.
-NAMES='^(anvil|crucible|crucible-miner|crucible-valida.*|radosgw|ceph-mon|ceph-osd|packet_fuzz|peer_json_fuzz|location_fuzz|safetensors_fuzz)$'
+NAMES='^(anvil|crucible|crucible-miner|crucible-valida.*|radosgw|ceph-mon|ceph-osd|[a-z_]+_fuzz?)$'
 before=$(pgrep "$NAMES" 2>/dev/null | sort || true)
 rc=0
 ctest --test-dir build --output-on-failure -j "${JOBS:-$(nproc)}" "$@" || rc=$?
