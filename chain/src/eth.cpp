@@ -1,5 +1,7 @@
 #include "crucible/chain/eth.h"
 
+#include "crucible/chain/rpc_client.h"
+
 #include <algorithm>
 #include <charconv>
 

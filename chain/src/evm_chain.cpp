@@ -2,7 +2,10 @@
 
 #include <sys/random.h>
 
+#include "crucible/chain/abi.h"
+#include "crucible/chain/rpc_client.h"
 #include "crucible/chain/substrate.h"
+#include "crucible/chain/tx_sender.h"
 #include "crucible/common/log.h"
 
 namespace crucible::chain {
@@ -62,12 +65,16 @@ Result<std::unique_ptr<EvmChain>> EvmChain::connect(EvmChainOptions options, std
 }
 
 EvmChain::EvmChain(EvmChainOptions options, std::uint64_t chain_id, std::optional<PrivateKey> key)
-    : options_(std::move(options)), rpc_(options_.rpc), eth_(rpc_), chain_id_(chain_id) {
+    : options_(std::move(options)), rpc_(std::make_unique<RpcClient>(options_.rpc)), eth_(*rpc_), chain_id_(chain_id) {
   if (key) {
     proxy_sender_ = std::make_unique<TxSender>(eth_, commitment_proxy_key(*key), chain_id_, options_.tx);
     sender_ = std::make_unique<TxSender>(eth_, std::move(*key), chain_id_, options_.tx);
   }
 }
+
+EvmChain::~EvmChain() = default;
+
+RpcClient& EvmChain::rpc() { return *rpc_; }
 
 std::optional<Address> EvmChain::signer() const {
   if (!sender_) return std::nullopt;
@@ -125,7 +132,7 @@ Result<Metagraph> EvmChain::metagraph(std::uint16_t netuid) {
     std::vector<RpcRequest> chunk(
         requests.begin() + static_cast<std::ptrdiff_t>(start),
         requests.begin() + static_cast<std::ptrdiff_t>(std::min(requests.size(), start + options_.batch_size)));
-    CRUCIBLE_ASSIGN_OR_RETURN(auto part, rpc_.batch(chunk));
+    CRUCIBLE_ASSIGN_OR_RETURN(auto part, rpc_->batch(chunk));
     for (auto& r : part) replies.push_back(std::move(r));
   }
   mg.neurons.resize(n);
@@ -155,8 +162,8 @@ Result<Metagraph> EvmChain::metagraph(std::uint16_t netuid) {
 Result<Bytes> EvmChain::storage(ByteSpan key, std::optional<std::uint64_t> at_block) {
   CRUCIBLE_ASSIGN_OR_RETURN(
       nlohmann::json r,
-      rpc_.call("eth_call",
-                json::array({json{{"to", options_.storage_query.hex()}, {"data", to_hex(key)}}, block_tag(at_block)})));
+      rpc_->call("eth_call", json::array({json{{"to", options_.storage_query.hex()}, {"data", to_hex(key)}},
+                                          block_tag(at_block)})));
   if (!r.is_string()) return data_loss("StorageQuery: the result is not hex");
   auto bytes = from_hex(r.get<std::string>());
   if (!bytes.is_ok()) return bytes.status().with_context("StorageQuery");
@@ -261,7 +268,7 @@ Result<std::optional<std::string>> EvmChain::commitment(std::uint16_t netuid, st
     scale = v.data();
   } else {
     Bytes key = substrate::commitment_storage_key(netuid, hotkey);
-    CRUCIBLE_ASSIGN_OR_RETURN(json r, rpc_.call("state_getStorage", json::array({to_hex(key)})));
+    CRUCIBLE_ASSIGN_OR_RETURN(json r, rpc_->call("state_getStorage", json::array({to_hex(key)})));
     if (r.is_null()) return std::optional<std::string>();
     if (!r.is_string()) return data_loss("state_getStorage: result is not hex");
     CRUCIBLE_ASSIGN_OR_RETURN(scale, from_hex(r.get<std::string>()));

@@ -1,6 +1,9 @@
 // EvmChain and TxSender against a real anvil with the stand-in contracts
 // (LocalChain), started by the tests on loopback.
 #include "crucible/chain/evm_chain.h"
+#include "crucible/chain/abi.h"
+#include "crucible/chain/rpc_client.h"
+#include "crucible/chain/tx_sender.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -8,6 +8,7 @@
 #include "crucible/chain/abi.h"
 #include "crucible/chain/evm_chain.h"
 #include "crucible/chain/local_chain.h"
+#include "crucible/chain/rpc_client.h"
 #include "crucible/chain/standins.h"
 #include "crucible/chain/substrate.h"
 #include "crucible/chain/tx_sender.h"

@@ -12,6 +12,7 @@
 #include "crucible/chain/abi.h"
 #include "crucible/chain/eth.h"
 #include "crucible/chain/local_chain.h"
+#include "crucible/chain/rpc_client.h"
 
 #include <fmt/format.h>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "crucible/chain/eth.h"
-#include "crucible/chain/tx_sender.h"
+#include "crucible/chain/rpc_options.h"
 
 namespace crucible::chain {
 

@@ -1,14 +1,16 @@
 // Typed Ethereum JSON-RPC calls on top of RpcClient.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "crucible/chain/keccak.h"
 #include "crucible/chain/keys.h"
-#include "crucible/chain/rpc_client.h"
 #include "crucible/chain/uint256.h"
 
 namespace crucible::chain {
@@ -40,9 +42,29 @@ struct FeeEstimate {
   bool eip1559 = true;  // false: the node has no fee market; use gas_price = max_fee
 };
 
+// How a transaction is sent and waited for (TxSender, internal).
+struct TxOptions {
+  std::chrono::milliseconds receipt_timeout{60'000};
+  std::chrono::milliseconds poll_interval{200};
+  std::chrono::milliseconds stuck_after{24'000};  // pending this long: replace with higher fees
+  int max_replacements = 3;
+  std::uint32_t fee_bump_percent = 25;  // nodes want >= 10 % on both fee fields
+  std::uint32_t gas_margin_percent = 25;
+  bool verify_chain_id = true;  // compare with eth_chainId before the first send
+};
+
+// A transaction as it was mined, with every version of it that was sent.
+struct SentTx {
+  Receipt receipt;
+  std::uint64_t nonce = 0;
+  std::vector<Hash32> hashes;  // every version sent; the mined one is receipt.tx_hash
+};
+
 // Parses a JSON-RPC quantity ("0x1a") into a uint64; strict.
 Result<std::uint64_t> parse_quantity(const nlohmann::json& v);
 std::string quantity(std::uint64_t v);
+
+class RpcClient;  // chain/internal_include: the JSON-RPC transport
 
 class EthClient {
  public:

@@ -5,11 +5,16 @@
 #include <memory>
 #include <optional>
 
-#include "crucible/chain/abi.h"
 #include "crucible/chain/chain.h"
 #include "crucible/chain/uint256.h"
 
 namespace crucible::chain {
+
+namespace abi {
+class Value;  // chain/internal_include/crucible/chain/abi.h
+}
+class RpcClient;
+class TxSender;
 
 enum class CommitmentSource : std::uint8_t {
   kContract,   // the local chain: the stand-in contract returns CommitmentOf's SCALE value
@@ -57,6 +62,9 @@ class EvmChain final : public Chain {
  public:
   // `key` signs transactions; without one the chain is read-only.
   static Result<std::unique_ptr<EvmChain>> connect(EvmChainOptions options, std::optional<PrivateKey> key);
+  ~EvmChain() override;
+  EvmChain(const EvmChain&) = delete;
+  EvmChain& operator=(const EvmChain&) = delete;
 
   Result<std::uint64_t> chain_id() override;
   Result<std::uint64_t> block_number() override;
@@ -77,7 +85,7 @@ class EvmChain final : public Chain {
   Result<SentTx> set_commitment(std::uint16_t netuid, const std::string& data) override;
 
   EthClient& eth() { return eth_; }
-  RpcClient& rpc() { return rpc_; }
+  RpcClient& rpc();  // the transport (chain/internal_include/crucible/chain/rpc_client.h)
   std::optional<Address> signer() const;
 
   // A SubtensorModule storage value through the StorageQuery precompile
@@ -111,7 +119,7 @@ class EvmChain final : public Chain {
                                      std::uint64_t absent, std::optional<std::uint64_t> at_block = std::nullopt);
 
   EvmChainOptions options_;
-  RpcClient rpc_;
+  std::unique_ptr<RpcClient> rpc_;
   EthClient eth_;
   std::uint64_t chain_id_;
   std::unique_ptr<TxSender> sender_;

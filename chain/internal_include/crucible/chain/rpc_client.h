@@ -14,19 +14,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "crucible/chain/rpc_options.h"
 #include "crucible/common/status.h"
 
 namespace crucible::chain {
-
-struct RpcOptions {
-  std::string url = "http://127.0.0.1:8545";
-  std::chrono::milliseconds call_timeout{10'000};  // whole call, retries included
-  std::chrono::milliseconds connect_timeout{3'000};
-  int max_attempts = 4;
-  std::chrono::milliseconds backoff_initial{100};
-  std::chrono::milliseconds backoff_max{2'000};
-  std::size_t max_response_bytes = 32u << 20;
-};
 
 struct RpcRequest {
   std::string method;

@@ -12,25 +12,10 @@
 #include <vector>
 
 #include "crucible/chain/eth.h"
+#include "crucible/chain/rpc_client.h"
 #include "crucible/chain/transaction.h"
 
 namespace crucible::chain {
-
-struct TxOptions {
-  std::chrono::milliseconds receipt_timeout{60'000};
-  std::chrono::milliseconds poll_interval{200};
-  std::chrono::milliseconds stuck_after{24'000};  // pending this long: replace with higher fees
-  int max_replacements = 3;
-  std::uint32_t fee_bump_percent = 25;  // nodes want >= 10 % on both fee fields
-  std::uint32_t gas_margin_percent = 25;
-  bool verify_chain_id = true;  // compare with eth_chainId before the first send
-};
-
-struct SentTx {
-  Receipt receipt;
-  std::uint64_t nonce = 0;
-  std::vector<Hash32> hashes;  // every version sent; the mined one is receipt.tx_hash
-};
 
 class TxSender {
  public:
