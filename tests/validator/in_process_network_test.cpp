@@ -78,15 +78,33 @@ class InProcessNetwork : public ::testing::Test {
   }
 
   // Miner i; `io` may replace how it opens peers' stores.
+  // The network's sections of a node's options: its store and state
+  // folders under `name`.
+  template <class NodeOptions>
+  NodeOptions node_options(const std::string& name) {
+    NodeOptions o;
+    o.protocol = network_protocol();
+    o.chain.netuid = fake_.netuid();
+    o.model = model_;
+    o.storage = testing::file_store(dir_.path() / (name + "-store"));
+    return o;
+  }
+  miner::MinerNodeOptions miner_options(const std::string& name) {
+    auto mo = node_options<miner::MinerNodeOptions>(name);
+    mo.miner.data_dir = data_dir_.string();
+    mo.miner.state_dir = (dir_.path() / (name + "-state")).string();
+    return mo;
+  }
+  validator::ValidatorNodeOptions validator_options(const std::string& name) {
+    auto vo = node_options<validator::ValidatorNodeOptions>(name);
+    vo.validator.data_dir = data_dir_.string();
+    vo.validator.state_dir = (dir_.path() / (name + "-state")).string();
+    return vo;
+  }
+
   void add_miner(std::size_t i, std::uint32_t windows, protocol::StoreOpener opener = nullptr,
                  const std::function<void(miner::MinerNodeOptions&)>& tune = nullptr) {
-    miner::MinerNodeOptions mo;
-    mo.protocol = network_protocol();
-    mo.chain.netuid = fake_.netuid();
-    mo.model = model_;
-    mo.storage = testing::file_store(dir_.path() / fmt::format("miner{}-store", i));
-    mo.miner.data_dir = data_dir_.string();
-    mo.miner.state_dir = (dir_.path() / fmt::format("miner{}-state", i)).string();
+    miner::MinerNodeOptions mo = miner_options(fmt::format("miner{}", i));
     mo.miner.inner_steps = 2;
     mo.miner.micro_batch = 2;
     mo.miner.threads = 1;
@@ -107,13 +125,7 @@ class InProcessNetwork : public ::testing::Test {
                      const std::function<void(validator::ValidatorNodeOptions&)>& tune = nullptr) {
     const std::string name = follower ? "follower" : "validator";
     const chain::PrivateKey& key = follower ? follower_key_ : validator_key_;
-    validator::ValidatorNodeOptions vo;
-    vo.protocol = network_protocol();
-    vo.chain.netuid = fake_.netuid();
-    vo.model = model_;
-    vo.storage = testing::file_store(dir_.path() / (name + "-store"));
-    vo.validator.data_dir = data_dir_.string();
-    vo.validator.state_dir = (dir_.path() / (name + "-state")).string();
+    validator::ValidatorNodeOptions vo = validator_options(name);
     vo.validator.eval_batches = 2;
     vo.validator.threads = 1;
     vo.validator.observe_interval_s = 0.1;  // slots of 1.25 s
@@ -127,6 +139,17 @@ class InProcessNetwork : public ::testing::Test {
     auto v = validator::ValidatorNode::create(vo, key, std::move(io));
     ASSERT_TRUE(v.is_ok()) << v.status();
     (follower ? follower_ : validator_) = std::move(v).value();
+  }
+
+  // A store for uid 0 (the lead's stake) that the test fills, published as
+  // its commitment: the test plays the lead.
+  std::unique_ptr<storage::LocalStore> lead_store() {
+    const fs::path lead = dir_.path() / "lead-store";
+    fs::create_directories(lead);
+    fake_.set_commitment_of(0, storage::encode_location(testing::file_store(lead)));
+    auto store = storage::LocalStore::open(lead);
+    EXPECT_TRUE(store.is_ok()) << store.status();
+    return store.is_ok() ? std::move(store).value() : nullptr;
   }
 
   // Runs every node from the start of w0 until each has stopped (120 s at most).
@@ -353,18 +376,15 @@ TEST_F(InProcessNetwork, AMinerThatCannotApplyASetLoadsTheLeadsNextCheckpoint) {
 // pointer. The miner neither stops nor stalls: it trains and uploads every
 // window, and its model stays where it was.
 TEST_F(InProcessNetwork, AMaliciousLeadsGarbageNeverStopsAMiner) {
-  const fs::path lead = dir_.path() / "lead-store";
-  fs::create_directories(lead);
-  fake_.set_commitment_of(0, storage::encode_location(testing::file_store(lead)));  // uid 0: the lead's stake
-  auto store = storage::LocalStore::open(lead);
-  ASSERT_TRUE(store.is_ok());
+  auto store = lead_store();
+  ASSERT_NE(store, nullptr);
   const std::vector<std::string> garbage{R"({"v":1,"window":"x","uids":[],"digests":[]})", "not json at all",
                                          R"({"v":1,"window":99,"prev":null,"uids":[1],"digests":["00"]})",
                                          R"({"v":1,"window":3,"prev":7,"uids":[],"digests":[]})"};
   for (std::uint64_t w = 0; w < w0_ + 4; ++w) {
-    ASSERT_TRUE((*store)->put(protocol::keys::aggregate(w), as_bytes(garbage[w % garbage.size()])).is_ok());
+    ASSERT_TRUE(store->put(protocol::keys::aggregate(w), as_bytes(garbage[w % garbage.size()])).is_ok());
   }
-  ASSERT_TRUE((*store)->put(protocol::keys::checkpoint_latest(), as_bytes(R"({"v":1,"window":-1,"key":7})")).is_ok());
+  ASSERT_TRUE(store->put(protocol::keys::checkpoint_latest(), as_bytes(R"({"v":1,"window":-1,"key":7})")).is_ok());
   add_miner(0, 2);
   run();
   auto own = storage::LocalStore::open(dir_.path() / "miner0-store");
@@ -382,21 +402,18 @@ TEST_F(InProcessNetwork, AMaliciousLeadsGarbageNeverStopsAMiner) {
 // drawn from the checkpoint's basis. (Was the e2e MinerNodeTest of the same
 // name.)
 TEST_F(InProcessNetwork, AFreshMinerStartsFromTheLeadsCheckpoint) {
-  const fs::path lead = dir_.path() / "lead-store";
-  fs::create_directories(lead);
-  fake_.set_commitment_of(0, storage::encode_location(testing::file_store(lead)));  // uid 0: the lead's stake
-  auto store = storage::LocalStore::open(lead);
-  ASSERT_TRUE(store.is_ok());
+  auto store = lead_store();
+  ASSERT_NE(store, nullptr);
   auto ckpt = model::Llama::create(model_, 99);
   const fs::path file = dir_.path() / "ckpt.safetensors";
   ASSERT_TRUE(ckpt->save(file).is_ok());
   auto bytes = files::read_file(file, 1 << 30);
   ASSERT_TRUE(bytes.is_ok());
-  ASSERT_TRUE((*store)->put(protocol::keys::checkpoint(5), *bytes).is_ok());
+  ASSERT_TRUE(store->put(protocol::keys::checkpoint(5), *bytes).is_ok());
   const protocol::CheckpointPointer ptr{0, 5, protocol::keys::checkpoint(5), model_.canonical(),
                                         chain::keccak256(as_bytes("set"))};
   ASSERT_TRUE(
-      (*store)->put(protocol::keys::checkpoint_latest(), as_bytes(protocol::encode_checkpoint_pointer(ptr))).is_ok());
+      store->put(protocol::keys::checkpoint_latest(), as_bytes(protocol::encode_checkpoint_pointer(ptr))).is_ok());
   add_miner(0, 1);
   run();
 
@@ -429,25 +446,15 @@ TEST_F(InProcessNetwork, AFreshMinerStartsFromTheLeadsCheckpoint) {
 // ExitCodes.EveryBinaryFollowsTheTable.)
 TEST_F(InProcessNetwork, ALocationTooBigForThePalletStopsTheNodeAtStart) {
   const fs::path long_dir = dir_.path() / std::string(200, 'x') / std::string(200, 'y');
-  miner::MinerNodeOptions mo;
-  mo.protocol = network_protocol();
-  mo.chain.netuid = fake_.netuid();
-  mo.model = model_;
+  miner::MinerNodeOptions mo = miner_options("long-miner");
   mo.storage = testing::file_store(long_dir);
-  mo.miner.data_dir = data_dir_.string();
-  mo.miner.state_dir = (dir_.path() / "long-state").string();
   auto node = miner::MinerNode::create(mo, miner_keys_[0], testing::local_io(fake_, miner_keys_[0], long_dir));
   ASSERT_FALSE(node.is_ok());
   EXPECT_NE(node.status().message().find("a commitment on chain holds at most 384"), std::string::npos)
       << node.status();
   EXPECT_NE(node.status().message().find("3 fields of 128 bytes"), std::string::npos) << node.status();
-  validator::ValidatorNodeOptions vo;
-  vo.protocol = network_protocol();
-  vo.chain.netuid = fake_.netuid();
-  vo.model = model_;
+  validator::ValidatorNodeOptions vo = validator_options("long-validator");
   vo.storage = testing::file_store(long_dir);
-  vo.validator.data_dir = data_dir_.string();
-  vo.validator.state_dir = (dir_.path() / "long-validator-state").string();
   auto v = validator::ValidatorNode::create(vo, validator_key_, testing::local_io(fake_, validator_key_, long_dir));
   ASSERT_FALSE(v.is_ok());
   EXPECT_NE(v.status().message().find("a commitment on chain holds at most 384"), std::string::npos) << v.status();
