@@ -56,6 +56,13 @@ protocol::Options network_protocol() {
   return p;
 }
 
+// The seed of the learning tests (the genesis model and the validator's
+// private choices): CRUCIBLE_E2E_SEED, default 1.
+std::uint64_t e2e_seed() {
+  const char* env = std::getenv("CRUCIBLE_E2E_SEED");
+  return env ? std::strtoull(env, nullptr, 10) : 1;
+}
+
 // The chain, two miners and the validator, each node on its own thread.
 class InProcessNetwork : public ::testing::Test {
  protected:
@@ -185,6 +192,55 @@ class InProcessNetwork : public ::testing::Test {
     return (*loaded)->second;
   }
 
+  // Real English text (the Brown corpus, vocabulary 512, as the e2e
+  // networks and the demo use) and a model small enough for 3-s windows.
+  void use_brown() {
+    data_dir_ = testing::prepare_brown(dir_.path() / "brown");
+    model_.vocab_size = 512;
+    model_.dim = 32;
+    model_.hidden_dim = 64;
+    model_.seq_len = 32;
+  }
+  // Admission by help, as a network runs it, on 16 samples a window.
+  static void learnable(protocol::Options& p, std::uint64_t seed) {
+    p.scoring = protocol::ScoringParams{};
+    p.samples_per_window = 16;
+    p.init_seed = seed;
+  }
+  // Miner i training `inner_steps` × micro-batch 4 a window with the e2e
+  // networks' inner lr and no warm-up.
+  void add_learning_miner(std::size_t i, std::uint32_t windows, std::uint64_t seed, std::uint32_t inner_steps) {
+    add_miner(i, windows, nullptr, [&](miner::MinerNodeOptions& mo) {
+      learnable(mo.protocol, seed);
+      mo.miner.inner_steps = inner_steps;
+      mo.miner.micro_batch = 4;
+      mo.miner.lr = 0.003;
+      mo.miner.warmup_steps = 0;
+    });
+  }
+  // The lead, evaluating every uid on all of its samples (the own-data z's power).
+  void add_learning_validator(std::uint64_t windows, std::uint64_t seed) {
+    add_validator(windows, 1000, false, nullptr, [&](validator::ValidatorNodeOptions& vo) {
+      learnable(vo.protocol, seed);
+      vo.validator.eval_batches = 16;
+      vo.validator.random_seed = fmt::format("fair-{}", seed);
+    });
+  }
+  // The validator's ratings, by uid.
+  std::map<std::uint16_t, validator::MinerScore> ratings() {
+    std::map<std::uint16_t, validator::MinerScore> scores;
+    auto rows = validator_->state().scan(storage::Family::kRatings, "uid/");
+    EXPECT_TRUE(rows.is_ok()) << rows.status();
+    if (!rows.is_ok()) return scores;
+    for (const auto& [k, v] : *rows) {
+      const auto uid = validator::uid_of_rating_key(k);
+      auto score = validator::score_from_json(nlohmann::json::parse(v.begin(), v.end()));
+      EXPECT_TRUE(uid && score.is_ok()) << k << ": " << score.status();
+      if (uid && score.is_ok()) scores[*uid] = *score;
+    }
+    return scores;
+  }
+
   testing::TempDir dir_;
   std::filesystem::path data_dir_ = dir_.path() / "data";
   model::ModelConfig model_ = testing::tiny_model();
@@ -256,46 +312,17 @@ TEST_F(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
 //   for s in $(seq 1 10); do CRUCIBLE_E2E_SEED=$s build/bin/network_tests
 //     --gtest_filter='InProcessNetwork.FourEqualMinersShowAlikeEvidence'; done
 TEST_F(InProcessNetwork, FourEqualMinersShowAlikeEvidence) {
-  const char* env = std::getenv("CRUCIBLE_E2E_SEED");
-  const std::uint64_t seed = env ? std::strtoull(env, nullptr, 10) : 1;
-  data_dir_ = testing::prepare_brown(dir_.path() / "brown");
-  model_.vocab_size = 512;
-  model_.dim = 32;
-  model_.hidden_dim = 64;
-  model_.seq_len = 32;
+  const std::uint64_t seed = e2e_seed();
+  use_brown();
   for (std::uint32_t k : {504u, 505u}) {
     miner_keys_.push_back(testing::test_key(k));
     miner_uids_.push_back(fake_.add_neuron(miner_keys_.back()));
   }
   constexpr std::uint32_t kWindows = 10;
-  auto learnable = [seed](protocol::Options& p) {
-    p.scoring = protocol::ScoringParams{};  // admission by help, as a network runs
-    p.samples_per_window = 16;
-    p.init_seed = seed;
-  };
-  for (std::size_t i = 0; i < miner_keys_.size(); ++i)
-    add_miner(i, kWindows + 1, nullptr, [&](miner::MinerNodeOptions& mo) {
-      learnable(mo.protocol);
-      mo.miner.inner_steps = 4;  // 4 × micro_batch 4: each of the 16 samples once
-      mo.miner.micro_batch = 4;
-      mo.miner.lr = 0.003;  // the e2e networks' inner lr, no warm-up
-      mo.miner.warmup_steps = 0;
-    });
-  add_validator(kWindows, 1000, false, nullptr, [&](validator::ValidatorNodeOptions& vo) {
-    learnable(vo.protocol);
-    vo.validator.eval_batches = 16;  // every sample: the own-data z's power
-    vo.validator.random_seed = fmt::format("fair-{}", seed);
-  });
+  for (std::size_t i = 0; i < miner_keys_.size(); ++i) add_learning_miner(i, kWindows + 1, seed, 4);
+  add_learning_validator(kWindows, seed);
   run();
-  auto rows = validator_->state().scan(storage::Family::kRatings, "uid/");
-  ASSERT_TRUE(rows.is_ok()) << rows.status();
-  std::map<std::uint16_t, validator::MinerScore> scores;
-  for (const auto& [k, v] : *rows) {
-    const auto uid = validator::uid_of_rating_key(k);
-    auto score = validator::score_from_json(nlohmann::json::parse(v.begin(), v.end()));
-    ASSERT_TRUE(uid && score.is_ok()) << k << ": " << score.status();
-    scores[*uid] = *score;
-  }
+  const auto scores = ratings();
   const protocol::ScoringParams p;
   const auto w = validator::weights(scores, p);
   double mean = 0, least = 1, most = 0, least_weight = 1;
@@ -319,6 +346,45 @@ TEST_F(InProcessNetwork, FourEqualMinersShowAlikeEvidence) {
   }
   EXPECT_GE(least, 0.6 * most) << "equal work, unequal evidence";
   EXPECT_GE(least_weight, 0.5) << "equal work, a miner below half of the mean weight";
+}
+
+// Reward against effort (issue #28): three miners alike but for their inner
+// steps a window (1, 2 and 4 of micro-batch 4: a quarter, half and all of
+// their 16 samples), the validator evaluating each on all of its samples.
+// Evidence (the gain of the update's direction at the common norm, over the
+// window's best) rises with the work; the final score, which trust's noise
+// can reorder between neighbours (docs/validator.md), at least from a
+// quarter to all of it. Printed: each one's evidence, trust and final
+// score; docs/validator.md tabulates them over seeds:
+//   for s in 1 2 3; do CRUCIBLE_E2E_SEED=$s build/bin/network_tests
+//     --gtest_filter='InProcessNetwork.MoreInnerStepsEarnMore'; done
+// (Was the e2e EffortTest of real binaries on anvil.)
+TEST_F(InProcessNetwork, MoreInnerStepsEarnMore) {
+  const std::uint64_t seed = e2e_seed();
+  use_brown();
+  miner_keys_.push_back(testing::test_key(504));
+  miner_uids_.push_back(fake_.add_neuron(miner_keys_.back()));
+  constexpr std::uint32_t kWindows = 8;
+  const std::uint32_t steps[] = {1, 2, 4};
+  for (std::size_t i = 0; i < 3; ++i) add_learning_miner(i, kWindows + 1, seed, steps[i]);
+  add_learning_validator(kWindows, seed);
+  run();
+  const auto scores = ratings();
+  const protocol::ScoringParams p;
+  for (std::size_t i = 0; i < 3; ++i) {
+    ASSERT_TRUE(scores.count(miner_uids_[i])) << "uid " << miner_uids_[i] << " was never scored";
+    const auto& s = scores.at(miner_uids_[i]);
+    fmt::print(
+        "seed {} inner_steps {} uid {}: evaluations {} evidence {:.3f} trust_z {:.2f} trust {:.3f} final {:.4f}\n",
+        seed, steps[i], miner_uids_[i], s.evaluations, s.evidence, validator::accumulated_own_z(s),
+        validator::trust(s, p), s.final_score);
+  }
+  const auto& quarter = scores.at(miner_uids_[0]);
+  const auto& half = scores.at(miner_uids_[1]);
+  const auto& all = scores.at(miner_uids_[2]);
+  EXPECT_LT(quarter.evidence, half.evidence);
+  EXPECT_LT(half.evidence, all.evidence);
+  EXPECT_GT(all.final_score, quarter.final_score);
 }
 
 // A set nobody can apply: miner 0 and a second validator see every peer's
