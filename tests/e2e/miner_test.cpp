@@ -122,6 +122,10 @@ progress = "off"
   std::unique_ptr<storage::LocalStore> lead_store_;
 };
 
+// Refusals at start: the binaries exit before any window, so these run in
+// the parallel tier (tests/CMakeLists.txt), not alone.
+class NodeStartTest : public MinerNodeTest {};
+
 TEST_F(MinerNodeTest, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate) {
   auto miner_store = storage::LocalStore::open(dir_.path() / "miner-store");
   ASSERT_TRUE(miner_store.is_ok());
@@ -269,7 +273,7 @@ TEST_F(MinerNodeTest, SurvivesSigkillAtRandomPointsWithoutUploadingTwice) {
   }
 }
 
-TEST_F(MinerNodeTest, RefusesAnUnregisteredKeyAndAWrongPassword) {
+TEST_F(NodeStartTest, RefusesAnUnregisteredKeyAndAWrongPassword) {
   auto wrong = testing::run_process(miner_argv(), {{"CRUCIBLE_WALLET_PASSWORD", "nope"}});
   EXPECT_EQ(wrong.exit_code, 2);
   EXPECT_THAT(wrong.out, HasSubstr("cannot decrypt"));
@@ -290,7 +294,7 @@ TEST_F(MinerNodeTest, RefusesAnUnregisteredKeyAndAWrongPassword) {
 // and a message naming the key and the fix, before they publish a store
 // location or write anything: the validator used to start, publish an empty
 // set as lead, then die inside libtorch.
-TEST_F(MinerNodeTest, BothNodesRefuseDataWhoseVocabularyTheModelLacks) {
+TEST_F(NodeStartTest, BothNodesRefuseDataWhoseVocabularyTheModelLacks) {
   const std::string wide = testing::prepare_brown(dir_.path() / "wide", 4096);
   std::string cmd = fmt::format(
       "exec '{}' --config '{}' --config '{}/configs/models/tiny.toml' --key '{}' --set miner.data_dir='{}' 2>&1",
@@ -338,7 +342,7 @@ state_dir = "{}"
 // size) stops at start with exit 2 naming protocol.dataset_sha256, before
 // it uploads anything; with the network's data the same command gets past
 // that check (and, unregistered under another key, stops on that instead).
-TEST_F(MinerNodeTest, AMinerWhoseDataIsNotTheManifestsIsRefused) {
+TEST_F(NodeStartTest, AMinerWhoseDataIsNotTheManifestsIsRefused) {
   const std::string manifest = (dir_.path() / "network.toml").string();
   auto made = testing::run_process({testing::bin("crucible"), "network", "init", "--name", "e2e", "--config", config_,
                                     "--config", std::string(CRUCIBLE_SOURCE_DIR) + "/configs/models/tiny.toml",
