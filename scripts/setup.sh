@@ -29,7 +29,7 @@ esac
 # Benchmark are small and let one configured build/ serve both modes.
 PACKAGES=(
   build-essential cmake ninja-build pkg-config git ccache ca-certificates curl
-  libtorch-dev libopenblas0-pthread
+  libtorch-dev libopenblas0-pthread libgloo-dev
   libsecp256k1-dev libcurl4-openssl-dev librocksdb-dev libboost-dev libfmt-dev
   libgtest-dev googletest libgmock-dev libbenchmark-dev nlohmann-json3-dev
   libtomlplusplus-dev libcli11-dev prometheus-cpp-dev libsodium-dev libssl-dev libzstd-dev libxxhash-dev

@@ -21,6 +21,7 @@ namespace fs = std::filesystem;
 
 struct InnerLoop::Impl {
   model::Replica* replica = nullptr;
+  RankGroup* ranks = nullptr;  // null: one rank
   MinerOptions options;
   LrSchedule schedule{options};
   std::unique_ptr<torch::optim::AdamW> optimizer;
@@ -29,20 +30,59 @@ struct InnerLoop::Impl {
   model::Llama& llama() { return replica->llama(); }
   at::Device device() { return replica->on_cuda() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
 
-  // One AdamW step on `batch`; the loss before the step.
+  // The gradients and the loss <- their means over the ranks (through one
+  // host buffer: Gloo reduces on the CPU).
+  Status average_over_ranks(double& loss) {
+    std::vector<at::Tensor> grads;
+    std::int64_t total = 1;  // the loss rides along
+    for (auto& p : llama().tensors()) {
+      if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
+      grads.push_back(p.grad());
+      total += p.numel();
+    }
+    std::vector<float> flat(static_cast<std::size_t>(total));
+    std::int64_t offset = 0;
+    for (const auto& g : grads) {
+      at::Tensor host = g.detach().to(at::kCPU, at::kFloat).contiguous().view({-1});
+      std::copy_n(host.data_ptr<float>(), host.numel(), flat.begin() + offset);
+      offset += host.numel();
+    }
+    flat.back() = static_cast<float>(loss);
+    CRUCIBLE_RETURN_IF_ERROR(ranks->all_reduce_mean(flat));
+    offset = 0;
+    for (auto& g : grads) {
+      at::Tensor mean = at::from_blob(flat.data() + offset, g.sizes(), at::kFloat);
+      g.detach().copy_(mean);
+      offset += g.numel();
+    }
+    loss = flat.back();
+    return Status::ok();
+  }
+
+  // One AdamW step on `batch` (with ranks: this rank's rows of it); the loss before the step.
   Result<double> step(const at::Tensor& batch, std::uint32_t index) {
     for (auto& group : optimizer->param_groups()) {
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(schedule.at(steps));
     }
     optimizer->zero_grad();
+    at::Tensor rows = batch;
+    if (ranks != nullptr && ranks->world_size() > 1) {
+      const std::int64_t share = batch.size(0) / ranks->world_size();
+      if (share * ranks->world_size() != batch.size(0)) {
+        return invalid_argument("a micro-batch of {} samples does not split over {} ranks", batch.size(0),
+                                ranks->world_size());
+      }
+      rows = batch.narrow(0, share * ranks->rank(), share);
+    }
     at::Tensor loss;
     {
       model::AutocastScope cast(replica->on_cuda(), replica->autocast());
-      loss = llama().loss(batch);
+      loss = llama().loss(rows);
     }
-    const double value = loss.item<double>();
+    double value = loss.item<double>();
     if (!std::isfinite(value)) return internal_error("training loss became {} at step {}", value, index);
     loss.backward();
+    if (ranks != nullptr && ranks->world_size() > 1) CRUCIBLE_RETURN_IF_ERROR(average_over_ranks(value));
     if (options.grad_clip > 0) torch::nn::utils::clip_grad_norm_(llama().tensors(), options.grad_clip);
     optimizer->step();
     ++steps;
@@ -53,10 +93,16 @@ struct InnerLoop::Impl {
 InnerLoop::InnerLoop() : impl_(std::make_unique<Impl>()) {}
 InnerLoop::~InnerLoop() = default;
 
-Result<std::unique_ptr<InnerLoop>> InnerLoop::create(model::Replica& replica, const MinerOptions& options) {
+Result<std::unique_ptr<InnerLoop>> InnerLoop::create(model::Replica& replica, const MinerOptions& options,
+                                                     RankGroup* ranks) {
+  if (ranks != nullptr && options.micro_batch % ranks->world_size() != 0) {
+    return invalid_argument("miner.micro_batch {} is not a multiple of the {} ranks", options.micro_batch,
+                            ranks->world_size());
+  }
   std::unique_ptr<InnerLoop> loop(new InnerLoop());
   auto& m = *loop->impl_;
   m.replica = &replica;
+  m.ranks = ranks;
   m.options = options;
   m.schedule = LrSchedule(options);
   replica.llama().set_requires_grad(true);

@@ -16,6 +16,7 @@
 #include "crucible/common/replica.h"
 #include "crucible/common/status.h"
 #include "crucible/miner/miner_options.h"
+#include "crucible/miner/rank_group.h"
 
 namespace crucible::miner {
 
@@ -34,8 +35,13 @@ struct WindowResult {
 
 class InnerLoop {
  public:
-  // `replica` must outlive the loop.
-  static Result<std::unique_ptr<InnerLoop>> create(model::Replica& replica, const MinerOptions& options);
+  // `replica` (and `ranks`, when given) must outlive the loop. With ranks,
+  // this rank trains its share of every micro-batch (micro_batch must be a
+  // multiple of the ranks) and the gradients are averaged over the ranks
+  // before each step: every rank computes the same update, the one a
+  // single rank computes on the whole micro-batch.
+  static Result<std::unique_ptr<InnerLoop>> create(model::Replica& replica, const MinerOptions& options,
+                                                   RankGroup* ranks = nullptr);
   ~InnerLoop();
 
   std::uint64_t steps_done() const;
