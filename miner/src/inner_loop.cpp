@@ -11,6 +11,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
+#include <sstream>
 
 #include "crucible/common/model.h"
 #include "crucible/miner/lr_schedule.h"
@@ -59,6 +61,34 @@ struct InnerLoop::Impl {
     return Status::ok();
   }
 
+  bool ranked() const { return ranks != nullptr && ranks->world_size() > 1; }
+
+  // Every rank's parameters <- rank 0's (through one host buffer).
+  Status take_rank0_parameters() {
+    std::vector<at::Tensor> params = llama().tensors();
+    std::int64_t total = 0;
+    for (const auto& p : params) total += p.numel();
+    std::vector<float> flat(static_cast<std::size_t>(total));
+    std::int64_t offset = 0;
+    if (ranks->rank() == 0) {
+      for (const auto& p : params) {
+        at::Tensor host = p.detach().to(at::kCPU, at::kFloat).contiguous().view({-1});
+        std::copy_n(host.data_ptr<float>(), host.numel(), flat.begin() + offset);
+        offset += host.numel();
+      }
+    }
+    CRUCIBLE_RETURN_IF_ERROR(
+        ranks->broadcast(std::span(reinterpret_cast<std::uint8_t*>(flat.data()), flat.size() * sizeof(float))));
+    if (ranks->rank() == 0) return Status::ok();
+    at::NoGradGuard g;
+    offset = 0;
+    for (auto& p : params) {
+      p.detach().copy_(at::from_blob(flat.data() + offset, p.sizes(), at::kFloat));
+      offset += p.numel();
+    }
+    return Status::ok();
+  }
+
   // One AdamW step on `batch` (with ranks: this rank's rows of it); the loss before the step.
   Result<double> step(const at::Tensor& batch, std::uint32_t index) {
     for (auto& group : optimizer->param_groups()) {
@@ -66,7 +96,7 @@ struct InnerLoop::Impl {
     }
     optimizer->zero_grad();
     at::Tensor rows = batch;
-    if (ranks != nullptr && ranks->world_size() > 1) {
+    if (ranked()) {
       const std::int64_t share = batch.size(0) / ranks->world_size();
       if (share * ranks->world_size() != batch.size(0)) {
         return invalid_argument("a micro-batch of {} samples does not split over {} ranks", batch.size(0),
@@ -82,7 +112,7 @@ struct InnerLoop::Impl {
     double value = loss.item<double>();
     if (!std::isfinite(value)) return internal_error("training loss became {} at step {}", value, index);
     loss.backward();
-    if (ranks != nullptr && ranks->world_size() > 1) CRUCIBLE_RETURN_IF_ERROR(average_over_ranks(value));
+    if (ranked()) CRUCIBLE_RETURN_IF_ERROR(average_over_ranks(value));
     if (options.grad_clip > 0) torch::nn::utils::clip_grad_norm_(llama().tensors(), options.grad_clip);
     optimizer->step();
     ++steps;
@@ -116,6 +146,46 @@ Result<std::unique_ptr<InnerLoop>> InnerLoop::create(model::Replica& replica, co
 
 std::uint64_t InnerLoop::steps_done() const { return impl_->steps; }
 
+Status InnerLoop::share_state() {
+  auto& m = *impl_;
+  if (!m.ranked()) return Status::ok();
+  Bytes state;
+  if (m.ranks->rank() == 0) {
+    std::ostringstream out;
+    try {
+      torch::serialize::OutputArchive archive;
+      m.optimizer->save(archive);
+      archive.save_to(out);
+    } catch (const std::exception& e) {
+      return internal_error("serializing the optimizer state for the ranks: {}", e.what());
+    }
+    const std::string text = out.str();
+    state.assign(text.begin(), text.end());
+    const std::uint64_t steps = m.steps;
+    state.insert(state.end(), reinterpret_cast<const std::uint8_t*>(&steps),
+                 reinterpret_cast<const std::uint8_t*>(&steps) + sizeof steps);
+  }
+  // AdamW's two moments and the parameters' count, with room for the archive's framing.
+  std::uint64_t params = 0;
+  for (const auto& t : m.llama().tensors()) params += static_cast<std::uint64_t>(t.numel());
+  CRUCIBLE_RETURN_IF_ERROR(m.ranks->broadcast_bytes(state, 16 * params + (1 << 20)));
+  if (m.ranks->rank() == 0) return Status::ok();
+  if (state.size() < sizeof(std::uint64_t)) return data_loss("rank 0 sent no optimizer state");
+  std::uint64_t steps = 0;
+  std::memcpy(&steps, state.data() + state.size() - sizeof steps, sizeof steps);
+  state.resize(state.size() - sizeof steps);
+  try {
+    std::istringstream in(std::string(state.begin(), state.end()));
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    m.optimizer->load(archive);
+  } catch (const std::exception& e) {
+    return data_loss("rank 0's optimizer state is unreadable here: {}", e.what());
+  }
+  m.steps = steps;
+  return Status::ok();
+}
+
 Result<WindowResult> InnerLoop::train_window(std::span<const std::int64_t> samples, std::int64_t n,
                                              const std::function<void(const StepInfo&)>& on_step,
                                              const std::atomic<bool>* stop) {
@@ -124,6 +194,7 @@ Result<WindowResult> InnerLoop::train_window(std::span<const std::int64_t> sampl
   if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
     return invalid_argument("train_window: {} tokens for {} samples of {}", samples.size(), n, L);
   }
+  if (m.ranked()) CRUCIBLE_RETURN_IF_ERROR(m.take_rank0_parameters());
   at::Tensor all = at::from_blob(const_cast<std::int64_t*>(samples.data()), {n, L}, at::kLong).to(m.device());
   const auto start_time = std::chrono::steady_clock::now();
   std::vector<at::Tensor> start;

@@ -38,6 +38,29 @@ void bind_options(config::Schema& s, MinerOptions& o) {
   s.add_string("miner.progress", &o.progress, "Progress line on stderr.", {"auto", "on", "off"});
   s.add_int("miner.max_windows", &o.max_windows, "Stop after this many windows (0 = run until stopped).", 0,
             1'000'000'000);
+  s.add_int("miner.ranks", &o.ranks,
+            "Ranks this command runs on this machine: rank 0 (key, chain, upload) and ranks-1 training workers it "
+            "launches; every rank trains its share of each micro-batch.",
+            1, 1024);
+  s.add_int("miner.rank", &o.rank, "This process's rank, when each rank is started by hand (several hosts).", 0, 1023);
+  s.add_int("miner.world_size", &o.world_size, "Ranks on every host together (0 = miner.ranks).", 0, 1024);
+  s.add_string("miner.rank_store", &o.rank_store, "host:port where rank 0 listens for the other ranks.");
+  s.add_double("miner.rank_timeout_s", &o.rank_timeout_s, "Seconds the ranks wait to meet, and for each collective.", 1,
+               86'400);
+}
+
+Status check_ranks(const MinerOptions& o) {
+  const std::uint32_t world = o.world();
+  if (o.ranks > 1 && o.world_size != 0 && o.world_size != o.ranks) {
+    return invalid_argument(
+        "miner.ranks {} launches every rank on this machine, but miner.world_size says {}: set one of them", o.ranks,
+        o.world_size);
+  }
+  if (o.rank >= world) return invalid_argument("miner.rank {} is not below the {} ranks", o.rank, world);
+  if (o.micro_batch % world != 0) {
+    return invalid_argument("miner.micro_batch {} is not a multiple of the {} ranks", o.micro_batch, world);
+  }
+  return Status::ok();
 }
 
 }  // namespace crucible::miner

@@ -7,6 +7,7 @@
 #include "crucible/common/log.h"
 #include "crucible/common/metrics.h"
 #include "crucible/kernels/backend_codec.h"
+#include "crucible/miner/rank_worker.h"
 #include "crucible/protocol/instance.h"
 #include "crucible/protocol/network_data.h"
 #include "node_impl.h"
@@ -45,14 +46,21 @@ Status open_model_and_state(MinerNode::Impl& m) {
   model::ReplicaOptions ro{m.o.miner.device, m.o.miner.threads, m.o.miner.autocast};
   CRUCIBLE_ASSIGN_OR_RETURN(m.replica, model::Replica::create(m.o.model, ro, m.o.protocol.init_seed));
   CRUCIBLE_RETURN_IF_ERROR(protocol::check_genesis(m.o.protocol, [&] { return m.replica->parameters_sha256(); }));
-  CRUCIBLE_ASSIGN_OR_RETURN(m.loop, InnerLoop::create(*m.replica, m.o.miner));
+  CRUCIBLE_RETURN_IF_ERROR(check_ranks(m.o.miner));
+  if (m.o.miner.rank != 0) return invalid_argument("miner.rank {} is a worker: it runs no node", m.o.miner.rank);
+  if (m.o.miner.world() > 1) {
+    const RankLayout layout{0, m.o.miner.world(), m.o.miner.rank_store, m.o.miner.rank_timeout_s};
+    log::info("waiting for the other ranks", {{"world_size", layout.world_size}, {"store", layout.store}});
+    CRUCIBLE_ASSIGN_OR_RETURN(m.ranks, RankGroup::join(layout));
+  }
+  CRUCIBLE_ASSIGN_OR_RETURN(m.loop, InnerLoop::create(*m.replica, m.o.miner, m.ranks.get()));
   CRUCIBLE_ASSIGN_OR_RETURN(m.codec, kernels::backend_for(m.o.miner.device, m.o.miner.threads));
   CRUCIBLE_ASSIGN_OR_RETURN(StateDir sd, StateDir::open(m.o.miner.state_dir));
   m.state_dir.emplace(std::move(sd));
   CRUCIBLE_ASSIGN_OR_RETURN(auto loaded, m.state_dir->load(m.specs()));
   if (!loaded) {
     for (const auto& spec : m.specs()) m.state.ef.emplace_back(static_cast<std::size_t>(spec.numel()), 0.0f);
-    return Status::ok();
+    return m.loop->share_state();
   }
   m.state = std::move(loaded->second);
   CRUCIBLE_RETURN_IF_ERROR(m.loop->load(loaded->first, m.state.inner_steps).with_context("miner state"));
@@ -60,7 +68,7 @@ Status open_model_and_state(MinerNode::Impl& m) {
             {{"folder", m.o.miner.state_dir},
              {"global_step", m.state.chain.global_step},
              {"trained_window", m.state.trained_window ? std::to_string(*m.state.trained_window) : "none"}});
-  return Status::ok();
+  return m.loop->share_state();
 }
 
 }  // namespace
@@ -95,6 +103,14 @@ std::uint16_t MinerNode::uid() const { return impl_->uid; }
 
 Status MinerNode::run(const std::atomic<bool>& stop) {
   Impl& m = *impl_;
+  // However run ends, the other ranks stop with it (a broken group: they
+  // learn it from their own collective).
+  struct StopRanks {
+    RankGroup* ranks;
+    ~StopRanks() {
+      if (ranks != nullptr) (void)send_stop(*ranks);
+    }
+  } stop_ranks{m.ranks.get()};
   std::uint32_t done = 0;
   while (!stop.load()) {
     auto head = protocol::chain_head(m.io, stop);

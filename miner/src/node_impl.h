@@ -16,6 +16,7 @@
 #include "crucible/miner/inner_loop.h"
 #include "crucible/miner/miner_state.h"
 #include "crucible/miner/node.h"
+#include "crucible/miner/rank_group.h"
 #include "crucible/protocol/fingerprint.h"
 #include "crucible/protocol/instance.h"
 #include "crucible/protocol/node_io.h"
@@ -43,6 +44,7 @@ struct MinerNode::Impl {
   std::unique_ptr<protocol::PeerDirectory> peers;
   std::optional<data::Dataset> dataset;
   std::unique_ptr<model::Replica> replica;
+  std::unique_ptr<RankGroup> ranks;  // rank 0 of a miner of several ranks; null for one
   std::unique_ptr<InnerLoop> loop;
   std::unique_ptr<kernels::Backend> codec;  // error feedback, compression, merges: on miner.device
   std::optional<StateDir> state_dir;

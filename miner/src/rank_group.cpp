@@ -94,6 +94,29 @@ Status RankGroup::all_reduce_mean(std::span<float> values) {
   return Status::ok();
 }
 
+Status RankGroup::broadcast(std::span<std::uint8_t> bytes, double timeout_s) {
+  Impl& m = *impl_;
+  if (m.broken) return failed_precondition("the rank group failed earlier; restart the miner");
+  if (layout_.world_size == 1 || bytes.empty()) return Status::ok();
+  const double limit_s = timeout_s > 0 ? timeout_s : layout_.timeout_s;
+  try {
+    std::vector<at::Tensor> tensors{at::from_blob(bytes.data(), {static_cast<std::int64_t>(bytes.size())}, at::kByte)};
+    c10d::BroadcastOptions o;
+    o.rootRank = 0;
+    o.timeout = std::chrono::milliseconds(static_cast<std::int64_t>(limit_s * 1000));
+    auto work = m.group->broadcast(tensors, o);
+    if (!work->wait(o.timeout)) {
+      m.broken = true;
+      return deadline_exceeded("rank {}: rank 0's broadcast did not come within {} s", layout_.rank, limit_s);
+    }
+  } catch (const std::exception& e) {
+    m.broken = true;
+    return unavailable("rank {} of {}: the broadcast failed (a rank has gone?): {}", layout_.rank, layout_.world_size,
+                       e.what());
+  }
+  return Status::ok();
+}
+
 #else  // no c10d with Gloo in this libtorch
 
 struct RankGroup::Impl {};
@@ -111,7 +134,18 @@ Result<std::unique_ptr<RankGroup>> RankGroup::join(const RankLayout& layout) {
 }
 
 Status RankGroup::all_reduce_mean(std::span<float>) { return Status::ok(); }
+Status RankGroup::broadcast(std::span<std::uint8_t>, double) { return Status::ok(); }
 
 #endif
+
+Status RankGroup::broadcast_bytes(Bytes& bytes, std::uint64_t max_bytes, double timeout_s) {
+  std::uint64_t n = bytes.size();
+  CRUCIBLE_RETURN_IF_ERROR(broadcast(std::span(reinterpret_cast<std::uint8_t*>(&n), sizeof n), timeout_s));
+  if (n > max_bytes) {
+    return resource_exhausted("rank {}: rank 0 sends {} bytes, more than the {} expected", rank(), n, max_bytes);
+  }
+  bytes.resize(n);
+  return broadcast(bytes, timeout_s);
+}
 
 }  // namespace crucible::miner

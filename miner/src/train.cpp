@@ -8,6 +8,7 @@
 #include "crucible/common/metrics.h"
 #include "crucible/kernels/backend_codec.h"
 #include "crucible/kernels/packet_tensor.h"
+#include "crucible/miner/rank_worker.h"
 #include "node_impl.h"
 
 namespace crucible::miner {
@@ -23,6 +24,7 @@ Result<Trained> MinerNode::Impl::train(std::uint64_t w, const std::atomic<bool>&
   CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, dataset->tokens(idx, L));
   window_end_s = estimate_window_end(w, stop);
   const auto n = static_cast<std::int64_t>(o.protocol.samples_per_window);
+  if (ranks) CRUCIBLE_RETURN_IF_ERROR(send_window(*ranks, tokens, n).with_context("the other ranks"));
   CRUCIBLE_ASSIGN_OR_RETURN(WindowResult r, loop->train_window(
                                                 tokens, n, [&](const StepInfo& s) { progress(w, s); }, &stop));
   if (show_progress) fmt::print(stderr, "\n");

@@ -24,6 +24,7 @@
 #include "crucible/common/dataset.h"
 #include "crucible/common/model.h"
 #include "crucible/common/sampler.h"
+#include "crucible/miner/rank_group.h"
 #include "crucible/protocol/aggregation_set.h"
 #include "crucible/protocol/checkpoint_pointer.h"
 #include "crucible/protocol/fingerprint.h"
@@ -35,6 +36,7 @@
 #include "crucible/storage/peer_location.h"
 #include "support/local_network.h"
 #include "support/process.h"
+#include "support/scripted_http.h"
 #include "support/temp_dir.h"
 
 namespace crucible {
@@ -194,6 +196,58 @@ TEST_F(MinerNodeTest, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate
   EXPECT_EQ(state["global_step"], 1);
   EXPECT_EQ(state["applied_window"], w0);
   EXPECT_EQ(state["uploaded_window"], windows[1]);
+}
+
+// A miner of two ranks (issue #27): `--ranks 2` launches a worker that
+// trains half of every micro-batch; the packets are the miner's, signed by
+// its key. Ctrl-C stops both ranks cleanly; restarted, a worker killed
+// with SIGKILL stops the miner with an error naming the ranks, before it
+// uploads anything more, and no process is left.
+TEST_F(MinerNodeTest, TwoRanksUploadSignedPacketsAndStopTogether) {
+  if (!miner::RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
+  const std::string ranks = fmt::format("--ranks 2 --rank-store 127.0.0.1:{}", testing::free_port());
+  auto worker_of = [&](const testing::Child& rank0) {
+    auto pids = testing::processes_mentioning(config_);
+    std::erase(pids, rank0.pid());
+    return pids;
+  };
+  {
+    testing::Child miner(miner_argv(ranks), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+    std::string out = miner.read_until("uploaded gradient", 120'000);
+    ASSERT_THAT(out, HasSubstr("uploaded gradient")) << out;
+    EXPECT_THAT(out, HasSubstr("rank ready rank=1"));
+    EXPECT_EQ(worker_of(miner).size(), 1u);
+    miner.signal(SIGINT);
+    EXPECT_EQ(miner.wait(60'000), 0);
+    out = miner.read_until("never", 2'000);
+    EXPECT_THAT(out, HasSubstr("rank 0 said stop"));
+    EXPECT_TRUE(worker_of(miner).empty());
+  }
+  const auto before = uploaded_windows();
+  ASSERT_GE(before.size(), 1u);
+  auto store = storage::LocalStore::open(dir_.path() / "miner-store");
+  ASSERT_TRUE(store.is_ok());
+  auto packet = (*store)->get(keys::gradient(before.front()), 1 << 30);
+  ASSERT_TRUE(packet.is_ok());
+  auto opened = chain::open_packet(packet->data);
+  ASSERT_TRUE(opened.is_ok()) << opened.status();
+  EXPECT_EQ(opened->signer, miner_key_.address());
+  EXPECT_EQ(opened->packet.uid, miner_uid_);
+
+  testing::Child miner(miner_argv(ranks), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
+  std::string out = miner.read_until("rank ready", 120'000);
+  ASSERT_THAT(out, HasSubstr("rank ready")) << out;
+  const auto workers = worker_of(miner);
+  ASSERT_EQ(workers.size(), 1u);
+  ASSERT_EQ(kill(workers[0], SIGKILL), 0);
+  EXPECT_EQ(miner.wait(120'000), 1);
+  out += miner.read_until("never", 2'000);
+  EXPECT_THAT(out, HasSubstr("the other ranks"));
+  EXPECT_THAT(out, HasSubstr("a rank has gone"));
+  EXPECT_EQ(uploaded_windows(), before) << "a packet from a partial world";
+  auto left = testing::processes_mentioning(dir_.path().string());
+  std::erase(left, chain_->pid());  // the test's own chain
+  EXPECT_THAT(left, ::testing::IsEmpty());
 }
 
 TEST_F(MinerNodeTest, ResumesItsStateAndStopsCleanlyOnSigterm) {

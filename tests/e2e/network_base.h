@@ -161,8 +161,9 @@ peer_file_urls = true
     return {"/bin/bash", "-c", cmd};
   }
 
+  // `extra`: more [miner] lines (e.g. ranks).
   std::unique_ptr<testing::Child> start_miner(std::size_t i, int max_windows = kValidatorWindows + 2,
-                                              int inner_steps = 4) {
+                                              int inner_steps = 4, const std::string& extra = "") {
     const std::string name = fmt::format("honest{}", i);
     if (miner_metrics_ports_.size() <= i) miner_metrics_ports_.resize(i + 1);
     miner_metrics_ports_[i] = free_port();
@@ -181,10 +182,11 @@ aggregate_wait_s = 10.0
 progress = "off"
 max_windows = {}
 metrics_port = {}
+{}
 )",
                                                               (dir_.path() / (name + "-store")).string(), data_,
                                                               (dir_.path() / (name + "-state")).string(), inner_steps,
-                                                              max_windows, miner_metrics_ports_[i]));
+                                                              max_windows, miner_metrics_ports_[i], extra));
     std::string key = testing::write_keystore(honest_keys_[i], dir_.path() / (name + ".key"), "pw");
     return std::make_unique<testing::Child>(node_argv("crucible-miner", toml, key),
                                             std::map<std::string, std::string>{{"CRUCIBLE_WALLET_PASSWORD", "pw"}});

@@ -7,9 +7,11 @@
 #include <gtest/gtest.h>
 
 #include "crucible/common/retry.h"
+#include "crucible/miner/rank_group.h"
 #include "e2e/network_base.h"
 #include "support/http_client.h"
 #include "support/metrics_doc.h"
+#include "support/scripted_http.h"
 
 namespace crucible {
 namespace {
@@ -38,7 +40,12 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
   auto validator =
       start_validator("validator", fmt::format("max_windows = {}\nstart_window = {}", kValidatorWindows, w));
   auto a = start_miner(0);
-  auto b = start_miner(1);
+  // The second honest miner runs two ranks (issue #27): its packets are
+  // judged as any other's.
+  const std::string two_ranks = miner::RankGroup::available()
+                                    ? fmt::format("ranks = 2\nrank_store = \"127.0.0.1:{}\"", testing::free_port())
+                                    : "";
+  auto b = start_miner(1, kValidatorWindows + 2, 4, two_ranks);
   auto honest_store = storage::LocalStore::open(dir_.path() / "honest0-store");
   ASSERT_TRUE(honest_store.is_ok());
 

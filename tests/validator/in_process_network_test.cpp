@@ -20,6 +20,7 @@
 #include "crucible/common/retry.h"
 #include "crucible/miner/miner_state.h"
 #include "crucible/miner/node.h"
+#include "crucible/miner/rank_worker.h"
 #include "crucible/protocol/aggregation_set.h"
 #include "crucible/protocol/checkpoint_pointer.h"
 #include "crucible/protocol/fingerprint.h"
@@ -31,6 +32,7 @@
 #include "crucible/validator/state.h"
 #include "support/in_process.h"
 #include "support/process.h"
+#include "support/scripted_http.h"
 #include "support/temp_dir.h"
 
 namespace crucible {
@@ -385,6 +387,49 @@ TEST_F(InProcessNetwork, MoreInnerStepsEarnMore) {
   EXPECT_LT(quarter.evidence, half.evidence);
   EXPECT_LT(half.evidence, all.evidence);
   EXPECT_GT(all.final_score, quarter.final_score);
+}
+
+// A miner of two ranks (issue #27): miner 0 is rank 0 of a group whose
+// rank 1 is a worker on another thread (as `crucible-miner --ranks 2`
+// launches it); miner 1 trains alone. The validator finds both miners'
+// uploads valid in every window and merges them; the worker stops when
+// rank 0 does.
+TEST_F(InProcessNetwork, AMinerOfTwoRanksUploadsWhatTheValidatorAccepts) {
+  if (!miner::RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
+  const std::string store = fmt::format("127.0.0.1:{}", testing::free_port());
+  miner::MinerOptions worker_options;
+  Status worker = internal_error("not run");
+  std::thread rank1;
+  add_miner(0, 3, nullptr, [&](miner::MinerNodeOptions& mo) {
+    mo.miner.ranks = 2;
+    mo.miner.rank_store = store;
+    mo.miner.rank_timeout_s = 30;
+    worker_options = mo.miner;
+    rank1 = std::thread([&, mo] {
+      worker = miner::run_rank_worker(mo.miner, mo.model, miner::RankLayout{1, 2, store, 30});
+    });
+  });
+  add_miner(1, 3);
+  add_validator(2);
+  run();
+  miners_.clear();  // rank 0 has stopped (and told its worker)
+  rank1.join();
+  EXPECT_TRUE(worker.is_ok()) << worker;
+  storage::StateStore& db = validator_->state();
+  for (std::uint64_t w = w0_; w < w0_ + 2; ++w) {
+    for (std::uint16_t uid : miner_uids_) {
+      auto row = db.get(storage::Family::kWindowScores, validator::window_uid_key(w, uid));
+      ASSERT_TRUE(row.is_ok() && row->has_value()) << "window " << w << " uid " << uid;
+      auto r = validator::uid_result_from_json(nlohmann::json::parse(**row));
+      ASSERT_TRUE(r.is_ok());
+      EXPECT_TRUE(r->valid) << "window " << w << " uid " << uid << ": " << r->detail;
+    }
+  }
+  auto own = storage::LocalStore::open(dir_.path() / "validator-store");
+  ASSERT_TRUE(own.is_ok());
+  auto first = (*own)->get(protocol::keys::aggregate(w0_), protocol::kMaxSetBytes);
+  ASSERT_TRUE(first.is_ok()) << first.status();
+  EXPECT_EQ(protocol::decode_set(first->data)->uids, miner_uids_);
 }
 
 // A set nobody can apply: miner 0 and a second validator see every peer's

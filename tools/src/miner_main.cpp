@@ -1,16 +1,83 @@
 // crucible-miner --config F [--config F2 ...] --key KEYFILE [--password-file P]
+//                [--ranks N | --rank R --world-size W --rank-store HOST:PORT]
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <chrono>
+#include <thread>
 
 #include "crucible/cli/node_config.h"
 #include "crucible/cli/node_io.h"
 #include "crucible/common/log.h"
 #include "crucible/miner/metrics_server.h"
 #include "crucible/miner/node.h"
+#include "crucible/miner/rank_worker.h"
 
 extern char** environ;
 
 namespace {
 std::atomic<bool> g_stop{false};
+
+// Ranks 1..N-1 of a miner started with miner.ranks = N: copies of this
+// binary with the same flags plus their rank. Each dies with this process
+// (PR_SET_PDEATHSIG) and ignores Ctrl-C, which this process turns into a
+// stop it sends them; whatever is still running when this object goes is
+// sent SIGTERM and reaped, so no rank outlives the miner.
+class LocalRanks {
+ public:
+  LocalRanks(int argc, char** argv, std::uint32_t ranks) {
+    for (std::uint32_t r = 1; r < ranks; ++r) {
+      std::vector<std::string> args(argv, argv + argc);
+      for (const std::string& set : {fmt::format("miner.rank={}", r), fmt::format("miner.world_size={}", ranks)}) {
+        args.push_back("--set");
+        args.push_back(set);
+      }
+      std::vector<char*> cargs;
+      for (auto& a : args) cargs.push_back(a.data());
+      cargs.push_back(nullptr);
+      const pid_t parent = getpid();
+      const pid_t pid = fork();
+      if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (getppid() != parent) _exit(1);
+        signal(SIGINT, SIG_IGN);  // Ctrl-C reaches rank 0, which stops the others
+        execv("/proc/self/exe", cargs.data());
+        _exit(127);
+      }
+      if (pid > 0) pids_.push_back(pid);
+    }
+  }
+  ~LocalRanks() {
+    // After rank 0's stop the workers exit on their own; a few seconds' grace.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!pids_.empty() && std::chrono::steady_clock::now() < deadline) {
+      std::erase_if(pids_, [](pid_t p) { return waitpid(p, nullptr, WNOHANG) != 0; });
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    for (pid_t p : pids_) kill(p, SIGTERM);
+    for (pid_t p : pids_) waitpid(p, nullptr, 0);
+  }
+  LocalRanks(const LocalRanks&) = delete;
+  LocalRanks& operator=(const LocalRanks&) = delete;
+  std::size_t launched() const { return pids_.size(); }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+// A worker rank (miner.rank >= 1): no key, chain or store; it trains what rank 0 sends.
+int run_worker(const crucible::cli::NodeConfig& config) {
+  using namespace crucible;
+  const miner::MinerOptions& o = config.miner;
+  if (Status st = miner::check_ranks(o); !st.is_ok()) return cli::node_failed(cli::Role::kMiner, "cannot start", st);
+  const miner::RankLayout layout{o.rank, o.world(), o.rank_store, o.rank_timeout_s};
+  log::info("worker rank starting", {{"rank", o.rank}, {"world_size", o.world()}, {"store", o.rank_store}});
+  Status st = miner::run_rank_worker(o, config.model, layout);
+  return st.is_ok() ? cli::kExitOk : cli::node_failed(cli::Role::kMiner, fmt::format("rank {} stopped", o.rank), st);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -20,8 +87,33 @@ int main(int argc, char** argv) {
                  "crucible-miner"};
     constexpr auto kRole = cli::Role::kMiner;
     cli::NodeConfig config;
-    std::optional<chain::PrivateKey> key;
-    if (auto rc = cli::prepare_node(app, kRole, argc, argv, environ, config, key, &g_stop)) return *rc;
+    std::optional<std::uint32_t> ranks, rank, world_size;
+    std::optional<std::string> rank_store;
+    app.add_option("--ranks", ranks, "Ranks to run on this machine (miner.ranks): this process and ranks-1 workers");
+    app.add_option("--rank", rank, "This process's rank when each is started by hand (miner.rank)");
+    app.add_option("--world-size", world_size, "Ranks on every host together (miner.world_size)");
+    app.add_option("--rank-store", rank_store, "host:port where rank 0 meets the others (miner.rank_store)");
+    cli::NodeArgs args;
+    if (auto rc = cli::start_node(app, kRole, argc, argv, environ, args, config)) return *rc;
+    if (ranks) config.miner.ranks = *ranks;
+    if (rank) config.miner.rank = *rank;
+    if (world_size) config.miner.world_size = *world_size;
+    if (rank_store) config.miner.rank_store = *rank_store;
+    if (config.miner.rank != 0) return run_worker(config);
+
+    int rc = cli::kExitOk;
+    std::optional<chain::PrivateKey> key = cli::open_node_wallet(args, rc);
+    if (!key) return rc;
+    if (Status st = miner::check_ranks(config.miner); !st.is_ok()) return cli::node_failed(kRole, "cannot start", st);
+    if (Status data = cli::check_node_data(config, kRole); !data.is_ok()) {
+      return cli::node_failed(kRole, "cannot start", data);
+    }
+    cli::stop_on_signals(&g_stop);
+    std::optional<LocalRanks> local;
+    if (config.miner.ranks > 1) {
+      local.emplace(argc, argv, config.miner.ranks);
+      log::info("launched the other ranks", {{"ranks", config.miner.ranks}, {"launched", local->launched()}});
+    }
 
     std::unique_ptr<miner::MetricsServer> metrics_server;
     if (config.miner.metrics_port != 0) {

@@ -46,6 +46,11 @@ class InnerLoop {
 
   std::uint64_t steps_done() const;
 
+  // With ranks, collective: every rank takes rank 0's optimizer state and
+  // step count (once, after rank 0 has loaded its state). train_window
+  // then starts every window from rank 0's model.
+  Status share_state();
+
   // samples: n rows of seq_len tokens. Stops early (aborted) when *stop turns true.
   Result<WindowResult> train_window(std::span<const std::int64_t> samples, std::int64_t n,
                                     const std::function<void(const StepInfo&)>& on_step, const std::atomic<bool>* stop);

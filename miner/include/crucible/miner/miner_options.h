@@ -35,7 +35,18 @@ struct MinerOptions {
   double metrics_header_timeout_s = 5.0;
   std::string progress = "auto";  // progress line: auto (on a terminal), on, off
   std::uint32_t max_windows = 0;  // stop after this many windows (0 = run until stopped)
+  // Ranks (docs/miner.md "One miner over several CPUs, GPUs or hosts"):
+  std::uint32_t ranks = 1;                     // ranks this command runs here: rank 0 and ranks-1 workers it launches
+  std::uint32_t rank = 0;                      // this process's rank when each rank is started by hand (1+: a worker)
+  std::uint32_t world_size = 0;                // all ranks, on every host; 0 = ranks
+  std::string rank_store = "127.0.0.1:29500";  // host:port where rank 0 meets the others
+  double rank_timeout_s = 120;                 // the ranks' meeting and every collective
+
+  std::uint32_t world() const { return world_size != 0 ? world_size : ranks; }
 };
+
+// The ranks' options that do not fit together, or an error naming them.
+Status check_ranks(const MinerOptions& o);
 
 void bind_options(config::Schema& schema, MinerOptions& options);
 

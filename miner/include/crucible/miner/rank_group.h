@@ -15,6 +15,7 @@
 #include <span>
 #include <string>
 
+#include "crucible/common/bytes.h"
 #include "crucible/common/status.h"
 
 namespace crucible::miner {
@@ -47,6 +48,14 @@ class RankGroup {
   // An error, never a hang, when a rank has gone or does not answer within
   // the timeout; the group is then unusable.
   Status all_reduce_mean(std::span<float> values);
+
+  // bytes <- rank 0's bytes (every rank passes a buffer of the same size).
+  // `timeout_s` > 0 replaces the group's timeout for this call: a worker
+  // waiting for rank 0's next window waits as long as a window may take,
+  // and still learns at once when rank 0 has gone.
+  Status broadcast(std::span<std::uint8_t> bytes, double timeout_s = 0);
+  // The same for a buffer whose length only rank 0 knows (at most max_bytes).
+  Status broadcast_bytes(Bytes& bytes, std::uint64_t max_bytes, double timeout_s = 0);
 
  private:
   explicit RankGroup(const RankLayout& layout);
