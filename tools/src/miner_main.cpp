@@ -1,7 +1,6 @@
 // crucible-miner --config F [--config F2 ...] --key KEYFILE [--password-file P]
 //                [--ranks N | --rank R --world-size W --rank-store HOST:PORT]
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,6 +10,7 @@
 
 #include "crucible/cli/node_config.h"
 #include "crucible/cli/node_io.h"
+#include "crucible/common/child_process.h"
 #include "crucible/common/log.h"
 #include "crucible/miner/metrics_server.h"
 #include "crucible/miner/node.h"
@@ -38,11 +38,9 @@ class LocalRanks {
       std::vector<char*> cargs;
       for (auto& a : args) cargs.push_back(a.data());
       cargs.push_back(nullptr);
-      const pid_t parent = getpid();
       const pid_t pid = fork();
       if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (getppid() != parent) _exit(1);
+        crucible::reset_child_for_exec(SIGTERM);
         signal(SIGINT, SIG_IGN);  // Ctrl-C reaches rank 0, which stops the others
         execv("/proc/self/exe", cargs.data());
         _exit(127);
