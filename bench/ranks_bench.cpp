@@ -16,9 +16,9 @@
 #include <sstream>
 #include <thread>
 
+#include "crucible/common/child_process.h"
 #include "crucible/common/model.h"
 #include "crucible/common/replica.h"
-#include "crucible/common/child_process.h"
 #include "crucible/miner/inner_loop.h"
 #include "crucible/miner/rank_group.h"
 
@@ -38,8 +38,7 @@ Result<Figures> run_rank(const model::ModelConfig& config, miner::MinerOptions o
   CRUCIBLE_ASSIGN_OR_RETURN(auto replica, model::Replica::create(config, model::ReplicaOptions{"cpu", o.threads}, 1));
   std::unique_ptr<miner::RankGroup> group;
   if (world > 1) {
-    CRUCIBLE_ASSIGN_OR_RETURN(group,
-                              miner::RankGroup::join({rank, world, fmt::format("127.0.0.1:{}", port), 600}));
+    CRUCIBLE_ASSIGN_OR_RETURN(group, miner::RankGroup::join({rank, world, fmt::format("127.0.0.1:{}", port), 600}));
   }
   CRUCIBLE_ASSIGN_OR_RETURN(auto loop, miner::InnerLoop::create(*replica, o, group.get()));
   const std::int64_t n = static_cast<std::int64_t>(o.inner_steps) * o.micro_batch;

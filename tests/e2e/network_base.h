@@ -36,6 +36,7 @@
 #include "support/process.h"
 #include "support/scripted_http.h"
 #include "support/temp_dir.h"
+#include "support/validator_records.h"
 
 namespace crucible::e2e {
 
@@ -324,32 +325,10 @@ port = {}
     ASSERT_TRUE(b.store->put(keys::gradient(w), *sealed).is_ok());  // its commitment was a guess
   }
 
-  // A uid's final score in the validator's RocksDB (-1e9: never scored).
-  static double final_of(storage::StateStore& db, std::uint16_t uid) {
-    auto v = db.get(storage::Family::kRatings, validator::rating_key(uid));
-    if (!v.is_ok() || !v->has_value()) return -1e9;
-    return nlohmann::json::parse(**v)["final"].get<double>();
-  }
-
-  // A uid's score record as the validator stored it (for failure messages).
-  static std::string rating_json(storage::StateStore& db, std::uint16_t uid) {
-    auto v = db.get(storage::Family::kRatings, validator::rating_key(uid));
-    return v.is_ok() && v->has_value() ? std::string((*v)->begin(), (*v)->end()) : "(none)";
-  }
-
-  // Every rejection of each uid over the run: "reason: detail; ...".
-  static std::map<std::uint16_t, std::string> rejections(storage::StateStore& db) {
-    std::map<std::uint16_t, std::string> reasons;
-    auto rows = db.scan(storage::Family::kWindowScores, "w/");
-    EXPECT_TRUE(rows.is_ok());
-    if (!rows.is_ok()) return reasons;
-    for (const auto& [k, v] : *rows) {
-      auto j = nlohmann::json::parse(v);
-      if (j.contains("reason") && j.contains("uid"))
-        reasons[j["uid"].get<std::uint16_t>()] += j["reason"].get<std::string>() + ": " + j.value("detail", "") + "; ";
-    }
-    return reasons;
-  }
+  // The validator's records (support/validator_records.h).
+  static double final_of(storage::StateStore& db, std::uint16_t uid) { return testing::final_of(db, uid); }
+  static std::string rating_json(storage::StateStore& db, std::uint16_t uid) { return testing::rating_json(db, uid); }
+  static std::map<std::uint16_t, std::string> rejections(storage::StateStore& db) { return testing::rejections(db); }
 
   // A validator's weights (default: the lead's) as the stand-in chain holds them, and its post count.
   struct OnChain {

@@ -256,7 +256,7 @@ TEST(Gauntlet, TrustAccumulatesTheOwnDataZ) {
 // after any number of evaluations: Z is N(0, 1), so trust is positive in
 // about 2.3% of its windows (Φ(-2)), while an honest miner whose own-data z
 // averages 1.5 per window (below the 1.9 that honest miners averaged over
-// the first six windows of IncentiveTest and the e2e effort test) is trusted within
+// the first six windows of the e2e incentive and effort tests) is trusted within
 // a few evaluations and stays so.
 TEST(Gauntlet, TrustSeparatesOwnDataFromOtherDataWhateverTheCount) {
   ScoringParams p;
