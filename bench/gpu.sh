@@ -17,7 +17,8 @@
 #      the device's copy bandwidth, on the LLaMA-like set and at 1B;
 #   3. eval_bench at 1b: miners evaluated per minute, 20 miners;
 #   4. the replica and the miner's inner loop on the GPU against the CPU
-#      (model_tests, miner_tests: *OnCuda*).
+#      (model_tests, miner_tests: *OnCuda*), and two ranks on the GPU
+#      against one (RankGroupOnCuda: c10d/Gloo, if the libtorch has it).
 # Made to finish within 8 minutes on a 16-core machine with an H100/H200.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -26,7 +27,7 @@ DEBS="$ROOT/bench/gpu-debs"
 # What the build needs from Debian, as -dev packages (scripts/setup.sh has them all).
 DEV=(pkgconf libsecp256k1-dev libcurl4-openssl-dev librocksdb-dev libboost-dev libfmt-dev libgtest-dev googletest
      libgmock-dev libbenchmark-dev nlohmann-json3-dev libtomlplusplus-dev libcli11-dev prometheus-cpp-dev
-     libsodium-dev libssl-dev libzstd-dev libxxhash-dev)
+     libsodium-dev libssl-dev libzstd-dev libxxhash-dev libgloo-dev)
 # The base system and the compiler's own: always there, never to shadow.
 BASE='^(libc6|libc6-dev|libc-dev-bin|libgcc-s1|libstdc\+\+6|gcc-12-base|libgcc-12-dev|libstdc\+\+-12-dev|linux-libc-dev|libcrypt1|libcrypt-dev|libnsl.*|libtirpc.*|perl.*|debconf|dpkg|tar|zlib1g|libzstd1|liblzma5|libbz2-1.0|libselinux1|libpcre2-8-0|libgomp1|libquadmath0|libatomic1|libasan8|liblsan0|libtsan2|libubsan1|libitm1|libcc1-0|gcc-12|g\+\+-12|cpp-12|binutils.*|libbinutils|libctf.*|libgprofng0|libjansson4|libisl23|libmpc3|libmpfr6|libgmp10|libzstd-dev|libc6-i386|lib32.*|libx32.*)$'
 
@@ -119,5 +120,7 @@ run "validator evaluation at 1b: 20 miners" 240 "$BIN/eval_bench" --model config
 if quiet "build model_tests miner_tests" 300 cmake --build "$B/build" -j "$(nproc)" --target model_tests miner_tests; then
   run "replica on the GPU" 60 "$BIN/model_tests" --gtest_filter='ReplicaOnCuda.*'
   run "miner inner loop on the GPU (bf16 autocast)" 60 "$BIN/miner_tests" --gtest_filter='InnerLoopOnCuda.*'
+  run "a miner of two ranks (c10d/Gloo) on the GPU against one" 60 "$BIN/miner_tests" \
+    --gtest_filter='RankGroupOnCuda.*:RankGroup.*'
 fi
 say "" "results: $RESULTS"

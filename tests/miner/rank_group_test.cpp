@@ -36,9 +36,9 @@ MinerOptions options() {
 }
 
 // One window of training on a fresh genesis replica; with `ranks`, as one rank of them.
-Result<WindowResult> train(RankGroup* ranks) {
+Result<WindowResult> train(RankGroup* ranks, const std::string& device = "cpu") {
   const model::ModelConfig config = testing::tiny_model();
-  CRUCIBLE_ASSIGN_OR_RETURN(auto replica, model::Replica::create(config, model::ReplicaOptions{"cpu", 1}, 1));
+  CRUCIBLE_ASSIGN_OR_RETURN(auto replica, model::Replica::create(config, model::ReplicaOptions{device, 1, "off"}, 1));
   CRUCIBLE_ASSIGN_OR_RETURN(auto loop, InnerLoop::create(*replica, options(), ranks));
   const auto samples = tokens(8, config.seq_len);
   return loop->train_window(samples, 8, nullptr, nullptr);
@@ -58,11 +58,12 @@ TEST(RankStore, ParsesHostAndPort) {
   }
 }
 
-TEST(RankGroup, TwoRanksTrainTheUpdateOneRankTrains) {
-  if (!RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
-  auto one = train(nullptr);
+// Two ranks (threads) on `device` against one: the same update on every
+// rank to the bit, and the one-rank update up to float rounding (the mean
+// of two half-batch means is the batch mean, summed in another order).
+void expect_two_ranks_train_what_one_trains(const std::string& device) {
+  auto one = train(nullptr, device);
   ASSERT_TRUE(one.is_ok()) << one.status();
-
   const std::uint16_t port = testing::free_port();
   std::vector<Result<WindowResult>> two(2, Result<WindowResult>(internal_error("not run")));
   std::vector<std::thread> ranks;
@@ -73,20 +74,15 @@ TEST(RankGroup, TwoRanksTrainTheUpdateOneRankTrains) {
         two[r] = group.status();
         return;
       }
-      two[r] = train(group->get());
+      two[r] = train(group->get(), device);
     });
   }
   for (auto& t : ranks) t.join();
   ASSERT_TRUE(two[0].is_ok()) << two[0].status();
   ASSERT_TRUE(two[1].is_ok()) << two[1].status();
-
-  // Every rank ends with the same update, to the bit (the same averaged
-  // gradients, the same AdamW steps), and the reported loss is the mean.
   ASSERT_EQ(two[0]->delta.size(), one->delta.size());
   EXPECT_EQ(two[0]->delta, two[1]->delta);
   EXPECT_NEAR(two[0]->mean_loss, one->mean_loss, 1e-5 * std::abs(one->mean_loss));
-  // And it is the one-rank update up to float rounding: the mean of two
-  // half-batch means is the batch mean, summed in another order.
   double diff2 = 0, norm2 = 0, max_abs = 0, max_diff = 0;
   for (std::size_t t = 0; t < one->delta.size(); ++t) {
     for (std::size_t i = 0; i < one->delta[t].size(); ++i) {
@@ -97,10 +93,25 @@ TEST(RankGroup, TwoRanksTrainTheUpdateOneRankTrains) {
       max_diff = std::max(max_diff, std::abs(a - b));
     }
   }
-  std::printf("two ranks against one: relative L2 difference %.3g, largest difference %.3g (largest value %.3g)\n",
-              std::sqrt(diff2 / norm2), max_diff, max_abs);
+  std::printf("%s: two ranks against one: relative L2 difference %.3g, largest difference %.3g (largest value %.3g)\n",
+              device.c_str(), std::sqrt(diff2 / norm2), max_diff, max_abs);
   EXPECT_GT(norm2, 0.0);
   EXPECT_LT(std::sqrt(diff2 / norm2), 1e-5);
+}
+
+TEST(RankGroup, TwoRanksTrainTheUpdateOneRankTrains) {
+  if (!RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
+  expect_two_ranks_train_what_one_trains("cpu");
+}
+
+// The GPU machine's smoke test (bench/gpu.sh): two ranks sharing one GPU,
+// reducing through host buffers over Gloo.
+TEST(RankGroupOnCuda, TwoRanksTrainTheUpdateOneRankTrains) {
+  if (!RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
+  if (!model::Replica::create(testing::tiny_model(), model::ReplicaOptions{"cuda", 1, "off"}, 1).is_ok()) {
+    GTEST_SKIP() << "no GPU here";
+  }
+  expect_two_ranks_train_what_one_trains("cuda");
 }
 
 TEST(RankGroup, AMicroBatchThatDoesNotSplitOverTheRanksIsRefused) {
