@@ -226,6 +226,28 @@ class InProcessNetwork : public ::testing::Test {
       vo.validator.random_seed = fmt::format("fair-{}", seed);
     });
   }
+  // Every miner's upload valid in windows w0.. w0+windows-1, and all of
+  // them in the lead's set of w0.
+  void expect_every_miner_valid_and_in_the_first_set(std::uint64_t windows) {
+    storage::StateStore& db = validator_->state();
+    for (std::uint64_t w = w0_; w < w0_ + windows; ++w) {
+      for (std::uint16_t uid : miner_uids_) {
+        auto row = db.get(storage::Family::kWindowScores, validator::window_uid_key(w, uid));
+        ASSERT_TRUE(row.is_ok() && row->has_value()) << "window " << w << " uid " << uid;
+        auto r = validator::uid_result_from_json(nlohmann::json::parse(**row));
+        ASSERT_TRUE(r.is_ok());
+        EXPECT_TRUE(r->valid) << "window " << w << " uid " << uid << ": " << r->detail;
+      }
+    }
+    auto own = storage::LocalStore::open(dir_.path() / "validator-store");
+    ASSERT_TRUE(own.is_ok());
+    auto first = (*own)->get(protocol::keys::aggregate(w0_), protocol::kMaxSetBytes);
+    ASSERT_TRUE(first.is_ok()) << first.status();
+    auto set = protocol::decode_set(first->data);
+    ASSERT_TRUE(set.is_ok()) << set.status();
+    EXPECT_EQ(set->uids, miner_uids_);
+  }
+
   // The validator's ratings, by uid.
   std::map<std::uint16_t, validator::MinerScore> ratings() {
     std::map<std::uint16_t, validator::MinerScore> scores;

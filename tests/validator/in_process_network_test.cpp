@@ -22,23 +22,9 @@ TEST_F(InProcessNetwork, MinersAndTheValidatorRunWindowsTogether) {
   const auto& miner_uids = miner_uids_;
   auto& validator = validator_;
   // The validator processed w0 and w0+1: both miners' uploads valid, in the sets.
-  storage::StateStore& db = validator->state();
-  for (std::uint64_t w = w0; w < w0 + 2; ++w) {
-    for (std::uint16_t uid : miner_uids) {
-      auto row = db.get(storage::Family::kWindowScores, validator::window_uid_key(w, uid));
-      ASSERT_TRUE(row.is_ok() && row->has_value()) << "window " << w << " uid " << uid;
-      auto r = validator::uid_result_from_json(nlohmann::json::parse(**row));
-      ASSERT_TRUE(r.is_ok());
-      EXPECT_TRUE(r->valid) << "window " << w << " uid " << uid << ": " << r->detail;
-    }
-  }
+  expect_every_miner_valid_and_in_the_first_set(2);
   auto own = storage::LocalStore::open(dir_.path() / "validator-store");
   ASSERT_TRUE(own.is_ok());
-  auto first = (*own)->get(protocol::keys::aggregate(w0), protocol::kMaxSetBytes);
-  ASSERT_TRUE(first.is_ok()) << first.status();
-  auto set = protocol::decode_set(first->data);
-  ASSERT_TRUE(set.is_ok());
-  EXPECT_EQ(set->uids, miner_uids);
   EXPECT_EQ(validator->model_window(), w0 + 1);
   // The set's packets were kept from the window's spool; the spool went with the window.
   for (std::uint16_t uid : miner_uids) EXPECT_TRUE((*own)->head(protocol::keys::set_packet(w0, uid)).is_ok()) << uid;
@@ -170,21 +156,7 @@ TEST_F(InProcessNetwork, AMinerOfTwoRanksUploadsWhatTheValidatorAccepts) {
   miners_.clear();  // rank 0 has stopped (and told its worker)
   rank1.join();
   EXPECT_TRUE(worker.is_ok()) << worker;
-  storage::StateStore& db = validator_->state();
-  for (std::uint64_t w = w0_; w < w0_ + 2; ++w) {
-    for (std::uint16_t uid : miner_uids_) {
-      auto row = db.get(storage::Family::kWindowScores, validator::window_uid_key(w, uid));
-      ASSERT_TRUE(row.is_ok() && row->has_value()) << "window " << w << " uid " << uid;
-      auto r = validator::uid_result_from_json(nlohmann::json::parse(**row));
-      ASSERT_TRUE(r.is_ok());
-      EXPECT_TRUE(r->valid) << "window " << w << " uid " << uid << ": " << r->detail;
-    }
-  }
-  auto own = storage::LocalStore::open(dir_.path() / "validator-store");
-  ASSERT_TRUE(own.is_ok());
-  auto first = (*own)->get(protocol::keys::aggregate(w0_), protocol::kMaxSetBytes);
-  ASSERT_TRUE(first.is_ok()) << first.status();
-  EXPECT_EQ(protocol::decode_set(first->data)->uids, miner_uids_);
+  expect_every_miner_valid_and_in_the_first_set(2);
 }
 
 // A set nobody can apply: miner 0 and a second validator see every peer's
