@@ -114,6 +114,34 @@ TEST(RankGroupOnCuda, TwoRanksTrainTheUpdateOneRankTrains) {
   expect_two_ranks_train_what_one_trains("cuda");
 }
 
+// A rank that goes away half way through a window (here: rank 1 trains one
+// step of the three and leaves) makes rank 0's window an error, never an
+// update from a partial world.
+TEST(RankGroup, ARankLeavingMidWindowFailsTheWindowNotPartOfIt) {
+  if (!RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
+  const std::uint16_t port = testing::free_port();
+  Result<WindowResult> zero(internal_error("not run"));
+  std::thread rank0([&] {
+    auto group = RankGroup::join(layout(0, port, 10));
+    zero = group.is_ok() ? train(group->get()) : Result<WindowResult>(group.status());
+  });
+  {
+    auto group = RankGroup::join(layout(1, port, 10));
+    ASSERT_TRUE(group.is_ok()) << group.status();
+    auto replica = model::Replica::create(testing::tiny_model(), model::ReplicaOptions{"cpu", 1}, 1);
+    ASSERT_TRUE(replica.is_ok());
+    MinerOptions one_step = options();
+    one_step.inner_steps = 1;
+    auto loop = InnerLoop::create(**replica, one_step, group->get());
+    ASSERT_TRUE(loop.is_ok());
+    const auto samples = tokens(8, testing::tiny_model().seq_len);
+    EXPECT_TRUE((*loop)->train_window(samples, 8, nullptr, nullptr).is_ok());
+  }  // rank 1 leaves after its first step
+  rank0.join();
+  ASSERT_FALSE(zero.is_ok());
+  EXPECT_THAT(zero.status().message(), HasSubstr("a rank has gone")) << zero.status();
+}
+
 TEST(RankGroup, AMicroBatchThatDoesNotSplitOverTheRanksIsRefused) {
   if (!RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
   const std::uint16_t port = testing::free_port();
