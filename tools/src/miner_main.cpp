@@ -70,7 +70,6 @@ class LocalRanks {
 int run_worker(const crucible::cli::NodeConfig& config) {
   using namespace crucible;
   const miner::MinerOptions& o = config.miner;
-  if (Status st = miner::check_ranks(o); !st.is_ok()) return cli::node_failed(cli::Role::kMiner, "cannot start", st);
   const miner::RankLayout layout{o.rank, o.world(), o.rank_store, o.rank_timeout_s};
   log::info("worker rank starting", {{"rank", o.rank}, {"world_size", o.world()}, {"store", o.rank_store}});
   Status st = miner::run_rank_worker(o, config.model, layout);
@@ -85,28 +84,15 @@ int main(int argc, char** argv) {
                  "crucible-miner"};
     constexpr auto kRole = cli::Role::kMiner;
     cli::NodeConfig config;
-    std::optional<std::uint32_t> ranks, rank, world_size;
-    std::optional<std::string> rank_store;
-    app.add_option("--ranks", ranks, "Ranks to run on this machine (miner.ranks): this process and ranks-1 workers");
-    app.add_option("--rank", rank, "This process's rank when each is started by hand (miner.rank)");
-    app.add_option("--world-size", world_size, "Ranks on every host together (miner.world_size)");
-    app.add_option("--rank-store", rank_store, "host:port where rank 0 meets the others (miner.rank_store)");
-    cli::NodeArgs args;
-    if (auto rc = cli::start_node(app, kRole, argc, argv, environ, args, config)) return *rc;
-    if (ranks) config.miner.ranks = *ranks;
-    if (rank) config.miner.rank = *rank;
-    if (world_size) config.miner.world_size = *world_size;
-    if (rank_store) config.miner.rank_store = *rank_store;
-    if (config.miner.rank != 0) return run_worker(config);
-
-    int rc = cli::kExitOk;
-    std::optional<chain::PrivateKey> key = cli::open_node_wallet(args, rc);
-    if (!key) return rc;
-    if (Status st = miner::check_ranks(config.miner); !st.is_ok()) return cli::node_failed(kRole, "cannot start", st);
-    if (Status data = cli::check_node_data(config, kRole); !data.is_ok()) {
-      return cli::node_failed(kRole, "cannot start", data);
-    }
-    cli::stop_on_signals(&g_stop);
+    std::optional<chain::PrivateKey> key;
+    const cli::ShortcutFlag rank_flags[] = {
+        {"--ranks", "miner.ranks", "Ranks to run on this machine: this process and ranks-1 workers"},
+        {"--rank", "miner.rank", "This process's rank when each is started by hand"},
+        {"--world-size", "miner.world_size", "Ranks on every host together"},
+        {"--rank-store", "miner.rank_store", "host:port where rank 0 meets the others"}};
+    cli::NodeStartOptions start{rank_flags, [](const cli::NodeConfig& c) { return c.miner.rank != 0; }};
+    if (auto rc = cli::prepare_node(app, kRole, argc, argv, environ, config, key, &g_stop, start)) return *rc;
+    if (!key) return run_worker(config);
     std::optional<LocalRanks> local;
     if (config.miner.ranks > 1) {
       local.emplace(argc, argv, config.miner.ranks);

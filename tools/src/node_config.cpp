@@ -63,6 +63,16 @@ void add_common_flags(CLI::App& app, CommonFlags& flags) {
   app.add_option("--network", flags.network, "The network's manifest (network.manifest)")->check(CLI::ExistingFile);
 }
 
+void add_shortcut_flag(CLI::App& app, CommonFlags& flags, const ShortcutFlag& shortcut) {
+  app.add_option_function<std::string>(
+         shortcut.flag,
+         [&flags, shortcut](const std::string& value) {
+           flags.shortcuts.push_back({shortcut.key, value, shortcut.flag});
+         },
+         fmt::format("{} ({})", shortcut.description, shortcut.key))
+      ->type_name("VALUE");
+}
+
 namespace {
 
 Status load_layers(Role role, const CommonFlags& flags, char** envp, const std::string& manifest, NodeConfig& config,
@@ -84,6 +94,7 @@ Status load_layers(Role role, const CommonFlags& flags, char** envp, const std::
   if (!flags.log_level.empty()) inputs.flags.push_back({"log.level", flags.log_level, "--log-level"});
   if (!flags.log_format.empty()) inputs.flags.push_back({"log.format", flags.log_format, "--log-format"});
   if (!flags.network.empty()) inputs.flags.push_back({"network.manifest", flags.network, "--network"});
+  for (const auto& s : flags.shortcuts) inputs.flags.push_back({s.key, s.value, s.flag});
   return config::load(schema, inputs, origins);
 }
 
@@ -107,6 +118,8 @@ Status load_node_config(Role role, const CommonFlags& flags, char** envp, NodeCo
     }
   }
   if (origins != nullptr) *origins = own;
+  // The rank keys hold together (miner_options.h); each alone the schema checks.
+  if (role == Role::kMiner || role == Role::kAny) CRUCIBLE_RETURN_IF_ERROR(miner::check_ranks(config.miner));
   for (char** e = envp; e != nullptr && *e != nullptr; ++e) {
     std::string_view entry(*e);
     auto take = [&](std::string_view name, std::string& field) {
@@ -186,9 +199,10 @@ void raise_open_file_limit(Role role, const NodeConfig& config) {
 }  // namespace
 
 std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, char** envp, NodeArgs& args,
-                              NodeConfig& config) {
+                              NodeConfig& config, std::span<const ShortcutFlag> shortcuts) {
   app.set_version_flag("-V,--version", version_line(app.get_name()));
   add_common_flags(app, args.common);
+  for (const ShortcutFlag& s : shortcuts) add_shortcut_flag(app, args.common, s);
   app.add_option("-k,--key", args.key_file, "Keystore file (Ethereum keystore v3) of this node's wallet");
   app.add_option("--password-file", args.password_file,
                  "File holding the keystore password (else $CRUCIBLE_WALLET_PASSWORD, else a prompt)");
@@ -264,9 +278,11 @@ void stop_on_signals(std::atomic<bool>* stop) {
 }
 
 std::optional<int> prepare_node(CLI::App& app, Role role, int argc, char** argv, char** envp, NodeConfig& config,
-                                std::optional<chain::PrivateKey>& key, std::atomic<bool>* stop) {
+                                std::optional<chain::PrivateKey>& key, std::atomic<bool>* stop,
+                                const NodeStartOptions& start) {
   NodeArgs args;
-  if (auto rc = start_node(app, role, argc, argv, envp, args, config)) return rc;
+  if (auto rc = start_node(app, role, argc, argv, envp, args, config, start.shortcuts)) return rc;
+  if (start.keyless && start.keyless(config)) return std::nullopt;
   int rc = kExitOk;
   key = open_node_wallet(args, rc);
   if (!key) return rc;

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -52,8 +54,20 @@ struct CommonFlags {
   std::string log_level;
   std::string log_format;
   std::string network;  // --network FILE: network.manifest
+  // A binary's own shortcut flags (ShortcutFlag): --set under another
+  // name, applied last, checked by the schema like any other layer.
+  struct Shortcut {
+    std::string key, value, flag;
+  };
+  std::vector<Shortcut> shortcuts;
 };
 void add_common_flags(CLI::App& app, CommonFlags& flags);
+
+// A binary's own flag that sets one config key: `--ranks N` is `--set miner.ranks=N`.
+struct ShortcutFlag {
+  std::string flag, key, description;
+};
+void add_shortcut_flag(CLI::App& app, CommonFlags& flags, const ShortcutFlag& shortcut);
 
 // Loads config for `role` from flags, the CRUCIBLE_* variables of `envp` and
 // the file named by --config, in that precedence. With a network manifest
@@ -115,14 +129,23 @@ void stop_on_signals(std::atomic<bool>* stop);
 // argv, loads the config and starts logging. Returns an exit code when the
 // process should stop now (--help, --version, bad flags or config).
 std::optional<int> start_node(CLI::App& app, Role role, int argc, char** argv, char** envp, NodeArgs& args,
-                              NodeConfig& config);
+                              NodeConfig& config, std::span<const ShortcutFlag> shortcuts = {});
+
+// What one node binary adds to the common start-up.
+struct NodeStartOptions {
+  std::span<const ShortcutFlag> shortcuts;
+  // True when this process signs nothing (a miner's worker rank): it skips
+  // the wallet, the data check and the signal handlers.
+  std::function<bool(const NodeConfig&)> keyless;
+};
 
 // All a node binary does before it builds its node: start_node, the
 // wallet, check_node_data, and SIGTERM/SIGINT to *stop. Returns the exit
 // code when the process must end now (having logged why); else `config`
-// and `key` are set.
+// is set, and `key` too unless start.keyless(config).
 std::optional<int> prepare_node(CLI::App& app, Role role, int argc, char** argv, char** envp, NodeConfig& config,
-                                std::optional<chain::PrivateKey>& key, std::atomic<bool>* stop);
+                                std::optional<chain::PrivateKey>& key, std::atomic<bool>* stop,
+                                const NodeStartOptions& start = {});
 
 // Logs "the <role> <what>" with the error and returns its exit code
 // (exit_code_of): how a node binary ends on a failed step.
