@@ -94,6 +94,49 @@ Status RankGroup::all_reduce_mean(std::span<float> values) {
   return Status::ok();
 }
 
+Status RankGroup::gather(Gather kind, std::span<const float> mine, std::span<float> all) {
+  Impl& m = *impl_;
+  if (m.broken) return failed_precondition("the rank group failed earlier; restart the miner");
+  const bool receives = kind == Gather::kAll || layout_.rank == 0;
+  if (receives && all.size() != mine.size() * layout_.world_size) {
+    return invalid_argument("gathering {} values from each of {} ranks into {}", mine.size(), layout_.world_size,
+                            all.size());
+  }
+  if (layout_.world_size == 1) {
+    std::copy(mine.begin(), mine.end(), all.begin());
+    return Status::ok();
+  }
+  const char* what = kind == Gather::kAll ? "all-gather" : "gather";
+  try {
+    const auto n = static_cast<std::int64_t>(mine.size());
+    std::vector<at::Tensor> inputs{at::from_blob(const_cast<float*>(mine.data()), {n}, at::kFloat)};
+    std::vector<std::vector<at::Tensor>> outputs(1);
+    if (receives) {
+      for (std::uint32_t r = 0; r < layout_.world_size; ++r) {
+        outputs[0].push_back(at::from_blob(all.data() + r * mine.size(), {n}, at::kFloat));
+      }
+    }
+    c10::intrusive_ptr<c10d::Work> work;
+    if (kind == Gather::kAll) {
+      work = m.group->allgather(outputs, inputs);
+    } else {
+      if (!receives) outputs.clear();
+      c10d::GatherOptions o;
+      o.rootRank = 0;
+      work = m.group->gather(outputs, inputs, o);
+    }
+    if (!work->wait(m.timeout)) {
+      m.broken = true;
+      return deadline_exceeded("rank {}: the {} did not finish within {} s", layout_.rank, what, layout_.timeout_s);
+    }
+  } catch (const std::exception& e) {
+    m.broken = true;
+    return unavailable("rank {} of {}: the {} failed (a rank has gone?): {}", layout_.rank, layout_.world_size, what,
+                       e.what());
+  }
+  return Status::ok();
+}
+
 Status RankGroup::broadcast(std::span<std::uint8_t> bytes, double timeout_s) {
   Impl& m = *impl_;
   if (m.broken) return failed_precondition("the rank group failed earlier; restart the miner");
@@ -134,9 +177,22 @@ Result<std::unique_ptr<RankGroup>> RankGroup::join(const RankLayout& layout) {
 }
 
 Status RankGroup::all_reduce_mean(std::span<float>) { return Status::ok(); }
+Status RankGroup::gather(Gather, std::span<const float> mine, std::span<float> all) {
+  if (all.size() != mine.size()) return invalid_argument("gathering {} values into {}", mine.size(), all.size());
+  std::copy(mine.begin(), mine.end(), all.begin());
+  return Status::ok();
+}
 Status RankGroup::broadcast(std::span<std::uint8_t>, double) { return Status::ok(); }
 
 #endif
+
+Status RankGroup::all_gather(std::span<const float> mine, std::span<float> all) {
+  return gather(Gather::kAll, mine, all);
+}
+
+Status RankGroup::gather_to_rank0(std::span<const float> mine, std::span<float> all) {
+  return gather(Gather::kToRank0, mine, all);
+}
 
 Status RankGroup::broadcast_bytes(Bytes& bytes, std::uint64_t max_bytes, double timeout_s) {
   std::uint64_t n = bytes.size();

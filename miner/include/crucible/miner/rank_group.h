@@ -49,6 +49,12 @@ class RankGroup {
   // the timeout; the group is then unusable.
   Status all_reduce_mean(std::span<float> values);
 
+  // all <- every rank's `mine`, rank by rank (all.size() is world_size
+  // times mine.size(), the same on every rank).
+  Status all_gather(std::span<const float> mine, std::span<float> all);
+  // The same into rank 0's `all` only; the other ranks pass an empty one.
+  Status gather_to_rank0(std::span<const float> mine, std::span<float> all);
+
   // bytes <- rank 0's bytes (every rank passes a buffer of the same size).
   // `timeout_s` > 0 replaces the group's timeout for this call: a worker
   // waiting for rank 0's next window waits as long as a window may take,
@@ -60,6 +66,8 @@ class RankGroup {
  private:
   explicit RankGroup(const RankLayout& layout);
   struct Impl;
+  enum class Gather { kAll, kToRank0 };
+  Status gather(Gather kind, std::span<const float> mine, std::span<float> all);
   RankLayout layout_;
   std::unique_ptr<Impl> impl_;
 };
