@@ -1,10 +1,11 @@
 // Training throughput and memory of a miner of several ranks (issue #27):
 // the miner's inner loop on 1 rank, then on N ranks (processes on this
 // machine, c10d/Gloo over loopback), each rank with cores/N compute
-// threads, on the same windows. Prints tokens/s against 1 rank measured in
-// the same run, and each rank's peak RSS.
+// threads, on the same windows, with AdamW's state whole on every rank and
+// (with --shard) sharded over the ranks (ZeRO-1). Prints tokens/s against
+// the first row, measured in the same run, and each rank's peak RSS.
 //   ranks_bench [--model configs/models/tiny.toml] [--ranks 1,2] [--windows 3]
-//               [--inner-steps 4] [--micro-batch 8] [--threads N]
+//               [--inner-steps 4] [--micro-batch 8] [--threads N] [--shard]
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -128,6 +129,8 @@ int main(int argc, char** argv) {
   app.add_option("--inner-steps", o.inner_steps, "AdamW steps per window");
   app.add_option("--micro-batch", o.micro_batch, "Samples per step, over all ranks");
   app.add_option("--threads", threads, "Compute threads on the machine, shared by the ranks");
+  bool shard = false;
+  app.add_flag("--shard", shard, "Also run every rank count above 1 with the optimizer sharded (ZeRO-1)");
   CLI11_PARSE(app, argc, argv);
   if (!miner::RankGroup::available() && worlds.size() > 1) {
     std::fprintf(stderr, "this libtorch has no c10d with Gloo\n");
@@ -140,8 +143,10 @@ int main(int argc, char** argv) {
   }
   std::printf("model %s, %u inner steps of micro-batch %u, %d windows, %d threads in all\n", model_file.c_str(),
               o.inner_steps, o.micro_batch, windows, threads);
-  std::printf("| ranks | threads/rank | tokens/s | vs %u rank(s) | peak RSS per rank (MB) |\n|---|---|---|---|---|\n",
-              worlds.front());
+  std::printf(
+      "| ranks | AdamW state | threads/rank | tokens/s | vs %u rank(s) | peak RSS per rank (MB) |\n"
+      "|---|---|---|---|---|---|\n",
+      worlds.front());
   double baseline = 0;
   for (std::uint32_t world : worlds) {
     if (o.micro_batch % world != 0) {
@@ -149,13 +154,18 @@ int main(int argc, char** argv) {
       return 2;
     }
     o.threads = std::max(1, threads / static_cast<int>(world));
-    auto got = run_world(*config, o, world, windows);
-    if (!got) return 1;
-    const double tps = static_cast<double>(got->first.tokens) / got->first.seconds;
-    if (baseline == 0) baseline = tps;
-    std::string rss;
-    for (double m : got->second) rss += fmt::format("{}{:.0f}", rss.empty() ? "" : ", ", m);
-    std::printf("| %u | %d | %.0f | %.2fx | %s |\n", world, o.threads, tps, tps / baseline, rss.c_str());
+    for (bool sharded : {false, true}) {
+      if (sharded && (!shard || world == 1)) continue;
+      o.shard_optimizer = sharded;
+      auto got = run_world(*config, o, world, windows);
+      if (!got) return 1;
+      const double tps = static_cast<double>(got->first.tokens) / got->first.seconds;
+      if (baseline == 0) baseline = tps;
+      std::string rss;
+      for (double m : got->second) rss += fmt::format("{}{:.0f}", rss.empty() ? "" : ", ", m);
+      std::printf("| %u | %s | %d | %.0f | %.2fx | %s |\n", world, sharded ? "sharded" : "whole", o.threads, tps,
+                  tps / baseline, rss.c_str());
+    }
   }
   return 0;
 }

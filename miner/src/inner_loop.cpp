@@ -12,7 +12,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include "crucible/common/model.h"
 #include "crucible/miner/lr_schedule.h"
@@ -21,77 +23,170 @@ namespace crucible::miner {
 
 namespace fs = std::filesystem;
 
+namespace {
+
+// The tensors end to end in `flat` (host floats), with `extra` slots after them.
+void to_host(const std::vector<at::Tensor>& tensors, std::vector<float>& flat, std::size_t extra = 0) {
+  std::int64_t total = 0;
+  for (const auto& t : tensors) total += t.numel();
+  flat.resize(static_cast<std::size_t>(total) + extra);
+  std::int64_t offset = 0;
+  for (const auto& t : tensors) {
+    at::Tensor host = t.detach().to(at::kCPU, at::kFloat).contiguous().view({-1});
+    std::copy_n(host.data_ptr<float>(), host.numel(), flat.begin() + offset);
+    offset += host.numel();
+  }
+}
+
+// Each tensor <- its part of `flat`, in order.
+void from_host(std::span<const float> flat, const std::vector<at::Tensor>& tensors) {
+  std::int64_t offset = 0;
+  for (const auto& t : tensors) {
+    t.detach().copy_(at::from_blob(const_cast<float*>(flat.data()) + offset, t.sizes(), at::kFloat));
+    offset += t.numel();
+  }
+}
+
+// AdamW's per-parameter state is keyed by a string in libtorch 1.13 and by
+// the TensorImpl's address in 2.x.
+using StateMap = std::remove_reference_t<decltype(std::declval<torch::optim::AdamW&>().state())>;
+template <class Key = StateMap::key_type>
+Key state_key(const at::Tensor& p) {
+  if constexpr (std::is_same_v<Key, std::string>) {
+    return c10::guts::to_string(p.unsafeGetTensorImpl());
+  } else {
+    return p.unsafeGetTensorImpl();
+  }
+}
+
+torch::optim::AdamWParamState* adamw_state(torch::optim::AdamW& optimizer, const at::Tensor& p) {
+  auto it = optimizer.state().find(state_key(p));
+  return it == optimizer.state().end() ? nullptr : static_cast<torch::optim::AdamWParamState*>(it->second.get());
+}
+
+}  // namespace
+
 struct InnerLoop::Impl {
   model::Replica* replica = nullptr;
   RankGroup* ranks = nullptr;  // null: one rank
   MinerOptions options;
   LrSchedule schedule{options};
+  // The whole model's AdamW. With a sharded optimizer it is not stepped:
+  // rank 0 keeps the gathered state in it (on the host) to save, and every
+  // rank reads its slice out of it once, in share_state.
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::uint64_t steps = 0;
+  std::vector<float> host;  // the collectives' host buffer, kept between steps
+
+  // ZeRO-1 (miner.shard_optimizer): this rank's slice [begin, begin + length)
+  // of the parameters laid end to end (every rank's slice is `chunk` long,
+  // the last one padded), as views of the parameters' own storage, one per
+  // tensor it touches, and the AdamW that steps them: the only memory
+  // sharding adds is its 1/world of AdamW's state.
+  struct Piece {
+    std::size_t tensor = 0;
+    std::int64_t first = 0, count = 0;
+    at::Tensor values;
+  };
+  struct Shard {
+    std::int64_t begin = 0, length = 0, chunk = 0;
+    std::vector<Piece> pieces;
+    std::unique_ptr<torch::optim::AdamW> optimizer;
+  };
+  std::optional<Shard> shard;
 
   model::Llama& llama() { return replica->llama(); }
   at::Device device() { return replica->on_cuda() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
+  bool ranked() const { return ranks != nullptr && ranks->world_size() > 1; }
+  torch::optim::AdamW& stepped() { return shard ? *shard->optimizer : *optimizer; }
 
-  // The gradients and the loss <- their means over the ranks (through one
-  // host buffer: Gloo reduces on the CPU).
+  torch::optim::AdamWOptions adamw_options() const {
+    return torch::optim::AdamWOptions(options.lr)
+        .betas({options.adam_beta1, options.adam_beta2})
+        .eps(options.adam_eps)
+        .weight_decay(options.weight_decay);
+  }
+
+  void make_shard() {
+    const std::vector<at::Tensor> params = llama().tensors();
+    std::int64_t total = 0;
+    for (const auto& t : params) total += t.numel();
+    const std::int64_t world = ranks->world_size();
+    Shard s;
+    s.chunk = (total + world - 1) / world;
+    s.begin = std::min(total, s.chunk * ranks->rank());
+    s.length = std::min(total, s.begin + s.chunk) - s.begin;
+    std::vector<at::Tensor> views;
+    for (std::size_t i = 0, offset = 0; i < params.size(); offset += params[i].numel(), ++i) {
+      const std::int64_t lo = std::max<std::int64_t>(s.begin, offset);
+      const std::int64_t hi = std::min<std::int64_t>(s.begin + s.length, offset + params[i].numel());
+      if (lo >= hi) continue;
+      at::Tensor view = params[i].detach().view({-1}).narrow(0, lo - offset, hi - lo);
+      s.pieces.push_back({i, lo - static_cast<std::int64_t>(offset), hi - lo, view});
+      views.push_back(view);
+    }
+    s.optimizer = std::make_unique<torch::optim::AdamW>(views, adamw_options());
+    shard = std::move(s);
+  }
+
+  // The gradients (and the loss) <- their means over the ranks.
   Status average_over_ranks(double& loss) {
     std::vector<at::Tensor> grads;
-    std::int64_t total = 1;  // the loss rides along
     for (auto& p : llama().tensors()) {
       if (!p.grad().defined()) p.mutable_grad() = at::zeros_like(p);
       grads.push_back(p.grad());
-      total += p.numel();
     }
-    std::vector<float> flat(static_cast<std::size_t>(total));
-    std::int64_t offset = 0;
-    for (const auto& g : grads) {
-      at::Tensor host = g.detach().to(at::kCPU, at::kFloat).contiguous().view({-1});
-      std::copy_n(host.data_ptr<float>(), host.numel(), flat.begin() + offset);
-      offset += host.numel();
-    }
-    flat.back() = static_cast<float>(loss);
-    CRUCIBLE_RETURN_IF_ERROR(ranks->all_reduce_mean(flat));
-    offset = 0;
-    for (auto& g : grads) {
-      at::Tensor mean = at::from_blob(flat.data() + offset, g.sizes(), at::kFloat);
-      g.detach().copy_(mean);
-      offset += g.numel();
-    }
-    loss = flat.back();
+    to_host(grads, host, 1);  // the loss rides along
+    host.back() = static_cast<float>(loss);
+    CRUCIBLE_RETURN_IF_ERROR(ranks->all_reduce_mean(host));
+    from_host(host, grads);
+    loss = host.back();
     return Status::ok();
   }
 
-  bool ranked() const { return ranks != nullptr && ranks->world_size() > 1; }
-
-  // Every rank's parameters <- rank 0's (through one host buffer).
+  // Every rank's parameters <- rank 0's.
   Status take_rank0_parameters() {
     std::vector<at::Tensor> params = llama().tensors();
-    std::int64_t total = 0;
-    for (const auto& p : params) total += p.numel();
-    std::vector<float> flat(static_cast<std::size_t>(total));
-    std::int64_t offset = 0;
     if (ranks->rank() == 0) {
-      for (const auto& p : params) {
-        at::Tensor host = p.detach().to(at::kCPU, at::kFloat).contiguous().view({-1});
-        std::copy_n(host.data_ptr<float>(), host.numel(), flat.begin() + offset);
-        offset += host.numel();
-      }
+      to_host(params, host);
+    } else {
+      std::int64_t total = 0;
+      for (const auto& p : params) total += p.numel();
+      host.resize(static_cast<std::size_t>(total));
     }
     CRUCIBLE_RETURN_IF_ERROR(
-        ranks->broadcast(std::span(reinterpret_cast<std::uint8_t*>(flat.data()), flat.size() * sizeof(float))));
-    if (ranks->rank() == 0) return Status::ok();
+        ranks->broadcast(std::span(reinterpret_cast<std::uint8_t*>(host.data()), host.size() * sizeof(float))));
     at::NoGradGuard g;
-    offset = 0;
-    for (auto& p : params) {
-      p.detach().copy_(at::from_blob(flat.data() + offset, p.sizes(), at::kFloat));
-      offset += p.numel();
+    if (ranks->rank() != 0) from_host(host, params);
+    return Status::ok();
+  }
+
+  // ZeRO-1's step: this rank's slice of the (averaged, clipped) gradients
+  // steps its slice of the parameters; then every rank gathers every slice.
+  Status step_shard() {
+    Shard& s = *shard;
+    const std::vector<at::Tensor> params = llama().tensors();
+    for (Piece& piece : s.pieces) {
+      piece.values.mutable_grad() = params[piece.tensor].grad().view({-1}).narrow(0, piece.first, piece.count);
     }
+    s.optimizer->step();
+    std::vector<float> mine(static_cast<std::size_t>(s.chunk), 0.0f);
+    std::int64_t at = 0;
+    for (const Piece& piece : s.pieces) {
+      at::Tensor values = piece.values.to(at::kCPU).contiguous();
+      std::copy_n(values.data_ptr<float>(), piece.count, mine.begin() + at);
+      at += piece.count;
+    }
+    host.resize(static_cast<std::size_t>(s.chunk * ranks->world_size()));
+    CRUCIBLE_RETURN_IF_ERROR(ranks->all_gather(mine, host));
+    at::NoGradGuard g;
+    from_host(host, params);
     return Status::ok();
   }
 
   // One AdamW step on `batch` (with ranks: this rank's rows of it); the loss before the step.
   Result<double> step(const at::Tensor& batch, std::uint32_t index) {
-    for (auto& group : optimizer->param_groups()) {
+    for (auto& group : stepped().param_groups()) {
       static_cast<torch::optim::AdamWOptions&>(group.options()).lr(schedule.at(steps));
     }
     optimizer->zero_grad();
@@ -114,9 +209,85 @@ struct InnerLoop::Impl {
     loss.backward();
     if (ranked()) CRUCIBLE_RETURN_IF_ERROR(average_over_ranks(value));
     if (options.grad_clip > 0) torch::nn::utils::clip_grad_norm_(llama().tensors(), options.grad_clip);
-    optimizer->step();
+    if (shard) {
+      CRUCIBLE_RETURN_IF_ERROR(step_shard());
+    } else {
+      optimizer->step();
+    }
     ++steps;
     return value;
+  }
+
+  // The shard's AdamW state <- its slice of the whole model's (when there
+  // is one: a fresh miner has none until its first step).
+  void take_shard_state() {
+    const std::vector<at::Tensor> params = llama().tensors();
+    shard->optimizer->state().clear();
+    for (const Piece& piece : shard->pieces) {
+      const auto* whole = adamw_state(*optimizer, params[piece.tensor]);
+      if (whole == nullptr) continue;
+      auto state = std::make_unique<torch::optim::AdamWParamState>();
+      state->step(whole->step());
+      const auto slice = [&](const at::Tensor& t) {
+        return t.view({-1}).narrow(0, piece.first, piece.count).to(piece.values.device()).clone();
+      };
+      state->exp_avg(slice(whole->exp_avg()));
+      state->exp_avg_sq(slice(whole->exp_avg_sq()));
+      shard->optimizer->state()[state_key(piece.values)] = std::move(state);
+    }
+    // Only rank 0 keeps (and saves) the whole, in host memory.
+    if (ranks->rank() == 0) {
+      place_state(at::Device(at::kCPU));
+    } else {
+      optimizer->state().clear();
+    }
+  }
+
+  // Rank 0's whole-model AdamW state (host) <- every rank's slice.
+  Status gather_shard_state() {
+    Shard& s = *shard;
+    std::vector<float> mine(static_cast<std::size_t>(2 * s.chunk), 0.0f);
+    std::optional<std::int64_t> step;
+    std::int64_t at = 0;
+    for (const Piece& piece : s.pieces) {
+      const auto* st = adamw_state(*s.optimizer, piece.values);
+      if (st == nullptr) return Status::ok();  // no step taken
+      step = st->step();
+      at::Tensor avg = st->exp_avg().to(at::kCPU).contiguous(), sq = st->exp_avg_sq().to(at::kCPU).contiguous();
+      std::copy_n(avg.data_ptr<float>(), piece.count, mine.begin() + at);
+      std::copy_n(sq.data_ptr<float>(), piece.count, mine.begin() + s.chunk + at);
+      at += piece.count;
+    }
+    std::vector<float> all(ranks->rank() == 0 ? mine.size() * ranks->world_size() : 0);
+    CRUCIBLE_RETURN_IF_ERROR(ranks->gather_to_rank0(mine, all));
+    if (ranks->rank() != 0 || !step) return Status::ok();
+    // Rank r's block is [its exp_avg | its exp_avg_sq], each chunk long.
+    const std::int64_t world = ranks->world_size(), chunk = s.chunk;
+    at::Tensor blocks = at::from_blob(all.data(), {world, 2, chunk}, at::kFloat);
+    at::Tensor avgs = blocks.select(1, 0).reshape({-1}), sqs = blocks.select(1, 1).reshape({-1});
+    std::int64_t offset = 0;
+    for (const auto& p : llama().tensors()) {
+      auto state = std::make_unique<torch::optim::AdamWParamState>();
+      state->step(*step);
+      state->exp_avg(avgs.narrow(0, offset, p.numel()).view(p.sizes()).clone());
+      state->exp_avg_sq(sqs.narrow(0, offset, p.numel()).view(p.sizes()).clone());
+      optimizer->state()[state_key(p)] = std::move(state);
+      offset += p.numel();
+    }
+    return Status::ok();
+  }
+
+  // The whole model's AdamW state onto `device`, or where each parameter is
+  // (so that a state saved from host memory, or by a miner that ran on
+  // another device, steps here).
+  void place_state(std::optional<at::Device> device = std::nullopt) {
+    for (const auto& p : llama().tensors()) {
+      const at::Device to = device.value_or(p.device());
+      if (auto* st = adamw_state(*optimizer, p); st != nullptr && st->exp_avg().device() != to) {
+        st->exp_avg(st->exp_avg().to(to));
+        st->exp_avg_sq(st->exp_avg_sq().to(to));
+      }
+    }
   }
 };
 
@@ -136,11 +307,8 @@ Result<std::unique_ptr<InnerLoop>> InnerLoop::create(model::Replica& replica, co
   m.options = options;
   m.schedule = LrSchedule(options);
   replica.llama().set_requires_grad(true);
-  m.optimizer = std::make_unique<torch::optim::AdamW>(replica.llama().tensors(),
-                                                      torch::optim::AdamWOptions(options.lr)
-                                                          .betas({options.adam_beta1, options.adam_beta2})
-                                                          .eps(options.adam_eps)
-                                                          .weight_decay(options.weight_decay));
+  m.optimizer = std::make_unique<torch::optim::AdamW>(replica.llama().tensors(), m.adamw_options());
+  if (options.shard_optimizer && m.ranked()) m.make_shard();
   return loop;
 }
 
@@ -169,7 +337,10 @@ Status InnerLoop::share_state() {
   std::uint64_t params = 0;
   for (const auto& t : m.llama().tensors()) params += static_cast<std::uint64_t>(t.numel());
   CRUCIBLE_RETURN_IF_ERROR(m.ranks->broadcast_bytes(state, 16 * params + (1 << 20)));
-  if (m.ranks->rank() == 0) return Status::ok();
+  if (m.ranks->rank() == 0) {
+    if (m.shard) m.take_shard_state();
+    return Status::ok();
+  }
   if (state.size() < sizeof(std::uint64_t)) return data_loss("rank 0 sent no optimizer state");
   std::uint64_t steps = 0;
   std::memcpy(&steps, state.data() + state.size() - sizeof steps, sizeof steps);
@@ -183,6 +354,7 @@ Status InnerLoop::share_state() {
     return data_loss("rank 0's optimizer state is unreadable here: {}", e.what());
   }
   m.steps = steps;
+  if (m.shard) m.take_shard_state();
   return Status::ok();
 }
 
@@ -216,6 +388,7 @@ Result<WindowResult> InnerLoop::train_window(std::span<const std::int64_t> sampl
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
     if (on_step) on_step({s + 1, H, loss, static_cast<double>(r.tokens) / std::max(secs, 1e-9)});
   }
+  if (m.shard) CRUCIBLE_RETURN_IF_ERROR(m.gather_shard_state());
   at::NoGradGuard g;
   for (std::size_t i = 0; i < start.size(); ++i) {
     at::Tensor& p = const_cast<at::Tensor&>(m.llama().parameters()[i].tensor);
@@ -253,6 +426,7 @@ Status InnerLoop::load(const fs::path& dir, std::uint64_t steps_done) {
   } catch (const std::exception& e) {
     return data_loss("optimizer state {} is unreadable: {}", (dir / "optimizer.pt").string(), e.what());
   }
+  impl_->place_state();
   impl_->steps = steps_done;
   return Status::ok();
 }

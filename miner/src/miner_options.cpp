@@ -47,6 +47,9 @@ void bind_options(config::Schema& s, MinerOptions& o) {
   s.add_string("miner.rank_store", &o.rank_store, "host:port where rank 0 listens for the other ranks.");
   s.add_double("miner.rank_timeout_s", &o.rank_timeout_s, "Seconds the ranks wait to meet, and for each collective.", 1,
                86'400);
+  s.add_bool("miner.shard_optimizer", &o.shard_optimizer,
+             "With several ranks, each holds and steps its own slice of AdamW's state, then the ranks gather the "
+             "parameters (ZeRO-1): AdamW's memory per rank is divided by the ranks.");
 }
 
 Status check_ranks(const MinerOptions& o) {

@@ -199,13 +199,15 @@ TEST_F(MinerNodeTest, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate
 }
 
 // A miner of two ranks (issue #27): `--ranks 2` launches a worker that
-// trains half of every micro-batch; the packets are the miner's, signed by
+// trains half of every micro-batch, each rank holding half of AdamW's
+// state (miner.shard_optimizer); the packets are the miner's, signed by
 // its key. Ctrl-C stops both ranks cleanly; restarted, a worker killed
 // with SIGKILL stops the miner with an error naming the ranks, before it
 // uploads anything more, and no process is left.
 TEST_F(MinerNodeTest, TwoRanksUploadSignedPacketsAndStopTogether) {
   if (!miner::RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
-  const std::string ranks = fmt::format("--ranks 2 --rank-store 127.0.0.1:{}", testing::free_port());
+  const std::string ranks =
+      fmt::format("--ranks 2 --rank-store 127.0.0.1:{} --set miner.shard_optimizer=true", testing::free_port());
   auto worker_of = [&](const testing::Child& rank0) {
     auto pids = testing::processes_mentioning(config_);
     std::erase(pids, rank0.pid());
@@ -237,6 +239,7 @@ TEST_F(MinerNodeTest, TwoRanksUploadSignedPacketsAndStopTogether) {
   testing::Child miner(miner_argv(ranks), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
   std::string out = miner.read_until("rank ready", 120'000);
   ASSERT_THAT(out, HasSubstr("rank ready")) << out;
+  EXPECT_THAT(out, HasSubstr("resumed miner state"));  // AdamW's state as rank 0 gathered and saved it
   const auto workers = worker_of(miner);
   ASSERT_EQ(workers.size(), 1u);
   ASSERT_EQ(kill(workers[0], SIGKILL), 0);

@@ -132,9 +132,9 @@ TEST_F(InProcessNetwork, MoreInnerStepsEarnMore) {
 
 // A miner of two ranks (issue #27): miner 0 is rank 0 of a group whose
 // rank 1 is a worker on another thread (as `crucible-miner --ranks 2`
-// launches it); miner 1 trains alone. The validator finds both miners'
-// uploads valid in every window and merges them; the worker stops when
-// rank 0 does.
+// launches it), with AdamW's state sharded over the two (ZeRO-1); miner 1
+// trains alone. The validator finds both miners' uploads valid in every
+// window and merges them; the worker stops when rank 0 does.
 TEST_F(InProcessNetwork, AMinerOfTwoRanksUploadsWhatTheValidatorAccepts) {
   if (!miner::RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
   const std::string store = fmt::format("127.0.0.1:{}", testing::free_port());
@@ -145,6 +145,7 @@ TEST_F(InProcessNetwork, AMinerOfTwoRanksUploadsWhatTheValidatorAccepts) {
     mo.miner.ranks = 2;
     mo.miner.rank_store = store;
     mo.miner.rank_timeout_s = 30;
+    mo.miner.shard_optimizer = true;
     worker_options = mo.miner;
     rank1 = std::thread([&, mo] {
       worker = miner::run_rank_worker(mo.miner, mo.model, miner::RankLayout{1, 2, store, 30});

@@ -41,6 +41,7 @@ struct MinerOptions {
   std::uint32_t world_size = 0;                // all ranks, on every host; 0 = ranks
   std::string rank_store = "127.0.0.1:29500";  // host:port where rank 0 meets the others
   double rank_timeout_s = 120;                 // the ranks' meeting and every collective
+  bool shard_optimizer = false;                // ZeRO-1: each rank holds and steps 1/world of AdamW's state
 
   std::uint32_t world() const { return world_size != 0 ? world_size : ranks; }
 };
