@@ -22,6 +22,7 @@
 //   convergence --data DIR [--model TOML] [--workers 4] [--outer-steps 20]
 //     [--inner-steps 4] [--micro-batch 4] [--lr 3e-3] [--outer-lr 0.7]
 //     [--outer-lr-late X --outer-lr-switch N]   outer lr X from step N on
+//     [--decay-steps N]   inner lr: cosine to 0.1x over N inner steps (the miner's)
 //     [--diloco-momentum M] [--crucible-momentum M]   Nesterov, 0 = none
 //     [--topk K] [--dense-first N --dense-topk K]     values kept per 4,096
 //     [--ef-beta 0.8] [--clip 1|0] [--seed 1] [--arms a,a2,b,c]
@@ -77,6 +78,7 @@ struct Args {
   double lr = 3e-3, outer_lr = 0.7, ef_beta = 0.8;  // ef_beta: the miner's default
   double outer_lr_late = -1;                        // < 0: outer_lr throughout
   int outer_lr_switch = 0;
+  std::uint64_t decay_steps = 0;  // inner cosine decay over this many steps; 0: the miner's default
   double diloco_momentum = 0, crucible_momentum = 0;
   int topk = kernels::kTopKPer4096, dense_first = 0, dense_topk = kernels::kTopKPer4096;
   bool clip = true;
@@ -106,6 +108,12 @@ struct Args {
             {"seed", seed},
             {"arms", arms}};
   }
+  // Keys added later join the identity only when set, so that older runs still resume.
+  json full_identity() const {
+    json j = identity();
+    if (decay_steps != 0) j["decay_steps"] = decay_steps;
+    return j;
+  }
   double outer_lr_at(int w) const { return outer_lr_late >= 0 && w >= outer_lr_switch ? outer_lr_late : outer_lr; }
   int topk_at(int w) const { return w < dense_first ? dense_topk : topk; }
 };
@@ -114,6 +122,7 @@ struct Args {
   fmt::print(stderr,
              "convergence: {}\nusage: convergence --data DIR [--model TOML] [--workers N] [--outer-steps N]\n"
              "  [--inner-steps H] [--micro-batch B] [--lr X] [--outer-lr X] [--outer-lr-late X --outer-lr-switch N]\n"
+             "  [--decay-steps N]\n"
              "  [--diloco-momentum M] [--crucible-momentum M] [--topk K] [--dense-first N --dense-topk K]\n"
              "  [--ef-beta X] [--clip 1|0] [--seed S] [--arms a,a2,b,c] [--eval-every N] [--eval-samples N]\n"
              "  [--threads N] [--state DIR [--save-every N]] [--svg FILE]\n"
@@ -155,6 +164,8 @@ void set_flag(Args& a, const std::string& k, const std::string& v) {
     a.outer_lr_late = std::stod(v);
   else if (k == "--outer-lr-switch")
     a.outer_lr_switch = std::stoi(v);
+  else if (k == "--decay-steps")
+    a.decay_steps = std::stoull(v);
   else if (k == "--diloco-momentum")
     a.diloco_momentum = std::stod(v);
   else if (k == "--crucible-momentum")
@@ -536,11 +547,11 @@ class Run {
     fs::create_directories(dir);
     const fs::path ident = dir / "run.json";
     if (!fs::exists(ident)) {
-      must(files::write_file_atomic(ident, as_bytes(s_.a.identity().dump(2))), "run.json");
+      must(files::write_file_atomic(ident, as_bytes(s_.a.full_identity().dump(2))), "run.json");
       return 0;
     }
     auto bytes = must(files::read_file(ident, 1 << 20), "run.json");
-    if (json::parse(bytes.begin(), bytes.end(), nullptr, false) != s_.a.identity()) {
+    if (json::parse(bytes.begin(), bytes.end(), nullptr, false) != s_.a.full_identity()) {
       usage(fmt::format("{} holds a run with other settings (run.json); use another --state", dir.string()));
     }
     fs::path ckpt = dir / "ckpt";
@@ -805,12 +816,13 @@ int main(int argc, char** argv) {
   s.miner.micro_batch = s.a.micro_batch;
   s.miner.lr = s.a.lr;
   s.miner.warmup_steps = 0;
+  if (s.a.decay_steps != 0) s.miner.decay_steps = s.a.decay_steps;
   s.miner.ef_beta = s.a.ef_beta;
   s.miner.threads = s.a.threads;
 
   Run run(s);
   const int from = run.resume();
-  fmt::print("{}\n\n", s.a.identity().dump());
+  fmt::print("{}\n\n", s.a.full_identity().dump());
   run.print_header();
   for (const auto& [step, l] : run.losses()) run.print_row(step);
   if (from == 0) run.evaluate(0);
