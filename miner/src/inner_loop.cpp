@@ -267,12 +267,20 @@ struct InnerLoop::Impl {
     at::Tensor avgs = blocks.select(1, 0).reshape({-1}), sqs = blocks.select(1, 1).reshape({-1});
     std::int64_t offset = 0;
     for (const auto& p : llama().tensors()) {
+      const at::Tensor avg = avgs.narrow(0, offset, p.numel()).view(p.sizes());
+      const at::Tensor sq = sqs.narrow(0, offset, p.numel()).view(p.sizes());
+      offset += p.numel();
+      if (auto* held = adamw_state(*optimizer, p); held != nullptr && held->exp_avg().is_cpu()) {
+        held->step(*step);  // into last window's host tensors: no second copy of the moments
+        held->exp_avg().copy_(avg);
+        held->exp_avg_sq().copy_(sq);
+        continue;
+      }
       auto state = std::make_unique<torch::optim::AdamWParamState>();
       state->step(*step);
-      state->exp_avg(avgs.narrow(0, offset, p.numel()).view(p.sizes()).clone());
-      state->exp_avg_sq(sqs.narrow(0, offset, p.numel()).view(p.sizes()).clone());
+      state->exp_avg(avg.clone());
+      state->exp_avg_sq(sq.clone());
       optimizer->state()[state_key(p)] = std::move(state);
-      offset += p.numel();
     }
     return Status::ok();
   }

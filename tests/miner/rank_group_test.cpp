@@ -50,7 +50,7 @@ struct RunPlan {
   std::uint32_t micro_batch = 4;
   std::uint32_t windows = 2;
   std::size_t first_window = 0;
-  std::optional<std::filesystem::path> load_from, save_after_first;
+  std::optional<std::filesystem::path> load_from, save_to;  // save_to: after the last window
 };
 
 Result<std::vector<WindowResult>> train(RankGroup* ranks, const RunPlan& run) {
@@ -62,14 +62,16 @@ Result<std::vector<WindowResult>> train(RankGroup* ranks, const RunPlan& run) {
   o.micro_batch = run.micro_batch;
   CRUCIBLE_ASSIGN_OR_RETURN(auto loop, InnerLoop::create(*replica, o, ranks));
   const bool rank0 = ranks == nullptr || ranks->rank() == 0;
-  if (run.load_from && rank0) CRUCIBLE_RETURN_IF_ERROR(loop->load(*run.load_from, 3));
+  if (run.load_from && rank0) {
+    CRUCIBLE_RETURN_IF_ERROR(loop->load(*run.load_from, std::uint64_t{o.inner_steps} * run.first_window));
+  }
   CRUCIBLE_RETURN_IF_ERROR(loop->share_state());
   std::vector<WindowResult> results;
   for (std::uint32_t w = 0; w < run.windows; ++w) {
     const auto samples = tokens(8, config.seq_len, run.first_window + w);
     CRUCIBLE_ASSIGN_OR_RETURN(WindowResult r, loop->train_window(samples, 8, nullptr, nullptr));
     results.push_back(std::move(r));
-    if (w == 0 && run.save_after_first && rank0) CRUCIBLE_RETURN_IF_ERROR(loop->save(*run.save_after_first));
+    if (w + 1 == run.windows && run.save_to && rank0) CRUCIBLE_RETURN_IF_ERROR(loop->save(*run.save_to));
   }
   return results;
 }
@@ -153,42 +155,45 @@ TEST(RankGroup, ShardedOptimizerOnThreeRanksTrainsTheUpdateOneRankTrains) {
 }
 
 // The sharded state persists as the whole model's: rank 0 gathers every
-// rank's slice into the optimizer.pt it saves, which a one-rank miner
-// resumes from, and sharded ranks take their slices of a state a one-rank
-// miner saved. Both resume to the update of an uninterrupted run.
+// rank's slice into the optimizer.pt it saves (after two windows, so the
+// second gather writes over the first), which a one-rank miner resumes
+// from, and sharded ranks take their slices of a state a one-rank miner
+// saved. Both resume to the update of an uninterrupted run.
 TEST(RankGroup, ShardedOptimizerStateSavesAndResumesAsTheWholeState) {
   if (!RankGroup::available()) GTEST_SKIP() << "this libtorch has no c10d with Gloo";
-  auto whole = train(nullptr, RunPlan{});  // windows 1 and 2, one rank
+  RunPlan all;  // windows 1 to 3, one rank
+  all.windows = 3;
+  auto whole = train(nullptr, all);
   ASSERT_TRUE(whole.is_ok()) << whole.status();
   testing::TempDir sharded_save, whole_save;
-  RunPlan first;  // window 1, saved
-  first.windows = 1;
-  first.save_after_first = sharded_save.path();
+  RunPlan first;  // windows 1 and 2, saved
+  first.save_to = sharded_save.path();
   RunPlan sharded_first = first;
   sharded_first.shard = true;
   for (const auto& r : train_on_ranks(2, sharded_first)) ASSERT_TRUE(r.is_ok()) << r.status();
-  first.save_after_first = whole_save.path();
+  first.save_to = whole_save.path();
   ASSERT_TRUE(train(nullptr, first).is_ok());
 
-  RunPlan second;  // window 2, resumed
-  second.windows = 1;
-  second.first_window = 1;
-  second.load_from = sharded_save.path();
-  auto one_from_sharded = train(nullptr, second);
+  RunPlan third;  // window 3, resumed
+  third.windows = 1;
+  third.first_window = 2;
+  third.load_from = sharded_save.path();
+  auto one_from_sharded = train(nullptr, third);
   ASSERT_TRUE(one_from_sharded.is_ok()) << one_from_sharded.status();
-  EXPECT_LT(relative_difference((*whole)[1], (*one_from_sharded)[0], "one rank resumed from sharded ranks' save"),
+  EXPECT_LT(relative_difference((*whole)[2], (*one_from_sharded)[0], "one rank resumed from sharded ranks' save"),
             1e-5);
-  second.load_from = whole_save.path();
-  second.shard = true;
-  auto sharded_from_one = train_on_ranks(2, second);
+  third.load_from = whole_save.path();
+  third.shard = true;
+  auto sharded_from_one = train_on_ranks(2, third);
   for (const auto& r : sharded_from_one) ASSERT_TRUE(r.is_ok()) << r.status();
-  EXPECT_LT(relative_difference((*whole)[1], (*sharded_from_one[0])[0], "sharded ranks resumed from one rank's save"),
+  EXPECT_LT(relative_difference((*whole)[2], (*sharded_from_one[0])[0], "sharded ranks resumed from one rank's save"),
             1e-5);
   // And not by chance: resuming without the saved moments trains another update.
-  second.load_from.reset();
-  auto fresh = train(nullptr, second);
+  third.load_from.reset();
+  third.shard = false;
+  auto fresh = train(nullptr, third);
   ASSERT_TRUE(fresh.is_ok()) << fresh.status();
-  EXPECT_GT(relative_difference((*whole)[1], (*fresh)[0], "one rank without the saved state"), 1e-3);
+  EXPECT_GT(relative_difference((*whole)[2], (*fresh)[0], "one rank without the saved state"), 1e-3);
 }
 
 // The GPU machine's smoke test (bench/gpu.sh): two ranks sharing one GPU,
