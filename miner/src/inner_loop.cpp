@@ -98,6 +98,11 @@ struct InnerLoop::Impl {
   model::Llama& llama() { return replica->llama(); }
   at::Device device() { return replica->on_cuda() ? at::Device(at::kCUDA, 0) : at::Device(at::kCPU); }
   bool ranked() const { return ranks != nullptr && ranks->world_size() > 1; }
+  std::int64_t parameter_count() {
+    std::int64_t total = 0;
+    for (const auto& t : llama().tensors()) total += t.numel();
+    return total;
+  }
   torch::optim::AdamW& stepped() { return shard ? *shard->optimizer : *optimizer; }
 
   torch::optim::AdamWOptions adamw_options() const {
@@ -109,8 +114,7 @@ struct InnerLoop::Impl {
 
   void make_shard() {
     const std::vector<at::Tensor> params = llama().tensors();
-    std::int64_t total = 0;
-    for (const auto& t : params) total += t.numel();
+    const std::int64_t total = parameter_count();
     const std::int64_t world = ranks->world_size();
     Shard s;
     s.chunk = (total + world - 1) / world;
@@ -150,9 +154,7 @@ struct InnerLoop::Impl {
     if (ranks->rank() == 0) {
       to_host(params, host);
     } else {
-      std::int64_t total = 0;
-      for (const auto& p : params) total += p.numel();
-      host.resize(static_cast<std::size_t>(total));
+      host.resize(static_cast<std::size_t>(parameter_count()));
     }
     CRUCIBLE_RETURN_IF_ERROR(
         ranks->broadcast(std::span(reinterpret_cast<std::uint8_t*>(host.data()), host.size() * sizeof(float))));
@@ -170,13 +172,11 @@ struct InnerLoop::Impl {
       piece.values.mutable_grad() = params[piece.tensor].grad().view({-1}).narrow(0, piece.first, piece.count);
     }
     s.optimizer->step();
-    std::vector<float> mine(static_cast<std::size_t>(s.chunk), 0.0f);
-    std::int64_t at = 0;
-    for (const Piece& piece : s.pieces) {
-      at::Tensor values = piece.values.to(at::kCPU).contiguous();
-      std::copy_n(values.data_ptr<float>(), piece.count, mine.begin() + at);
-      at += piece.count;
-    }
+    std::vector<at::Tensor> values;
+    for (const Piece& piece : s.pieces) values.push_back(piece.values);
+    std::vector<float> mine;
+    to_host(values, mine);
+    mine.resize(static_cast<std::size_t>(s.chunk), 0.0f);  // the last rank's slice, padded
     host.resize(static_cast<std::size_t>(s.chunk * ranks->world_size()));
     CRUCIBLE_RETURN_IF_ERROR(ranks->all_gather(mine, host));
     at::NoGradGuard g;
@@ -342,8 +342,7 @@ Status InnerLoop::share_state() {
                  reinterpret_cast<const std::uint8_t*>(&steps) + sizeof steps);
   }
   // AdamW's two moments and the parameters' count, with room for the archive's framing.
-  std::uint64_t params = 0;
-  for (const auto& t : m.llama().tensors()) params += static_cast<std::uint64_t>(t.numel());
+  const auto params = static_cast<std::uint64_t>(m.parameter_count());
   CRUCIBLE_RETURN_IF_ERROR(m.ranks->broadcast_bytes(state, 16 * params + (1 << 20)));
   if (m.ranks->rank() == 0) {
     if (m.shard) m.take_shard_state();
