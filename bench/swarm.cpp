@@ -42,6 +42,7 @@ struct Swarm::Prepared {
   std::optional<data::Dataset> dataset;
   std::unique_ptr<model::Replica> replica;
   std::optional<std::uint64_t> applied;  // the last window whose set the replica holds
+  std::uint64_t global_step = 0;         // sets applied (the outer learning rate's step)
   chain::Hash32 basis{};                 // Keccak of that set as published (protocol.md §7)
   std::vector<model::TensorSpec> specs;
   std::map<std::uint64_t, std::vector<kernels::CompressedTensor>> bases;                        // kCut: per window
@@ -244,8 +245,9 @@ Status Swarm::follow(std::uint64_t w, const std::atomic<bool>& stop) {
     if (!set.uids.empty()) {
       CRUCIBLE_ASSIGN_OR_RETURN(auto merged,
                                 protocol::fetch_and_merge(set, *lead, p.specs, 1ull << 30, *kernels::cpu_backend(1)));
-      CRUCIBLE_RETURN_IF_ERROR(p.replica->apply_update(merged, o_.protocol.outer_lr));
+      CRUCIBLE_RETURN_IF_ERROR(p.replica->apply_update(merged, o_.protocol.outer().at(p.global_step)));
     }
+    ++p.global_step;
     p.applied = v;
     p.basis = protocol::set_basis(f->data);
     ++v;

@@ -45,7 +45,7 @@ Status MinerNode::Impl::catch_up(std::optional<std::uint64_t> wait_for, const st
 Status MinerNode::Impl::follow_chain(storage::ObjectStore& lead) {
   protocol::ChainModelOf<model::Replica> link(*replica);
   protocol::ModelChain sets(link, state.chain, *codec,
-                            {o.protocol.outer_lr, o.storage.max_object_bytes, o.model.canonical(), "miner", false});
+                            {o.protocol.outer(), o.storage.max_object_bytes, o.model.canonical(), "miner", false});
   for (;;) {  // each turn loads a newer checkpoint, so it ends
     CRUCIBLE_ASSIGN_OR_RETURN(auto windows, sets.published_after(lead, kMaxListedAggregates));
     std::optional<protocol::Desync> desync;

@@ -113,7 +113,7 @@ Result<std::optional<Desync>> ModelChain::take(const AggregationSet& set, ByteSp
     auto m = fetch_and_merge(set, packets, model_.specs(), o_.max_object_bytes, codec_);
     if (!m.is_ok() && m.status().is_transient()) return m.status();
     if (!m.is_ok()) return desync(Desync::kPacketMissing, set.window, m.status());
-    if (Status s = model_.apply_update(*m, o_.outer_lr); !s.is_ok()) {
+    if (Status s = model_.apply_update(*m, o_.outer_lr.at(state_.global_step)); !s.is_ok()) {
       return desync(Desync::kPacketMissing, set.window, s);
     }
     merged = std::move(*m);

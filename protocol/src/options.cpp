@@ -106,6 +106,10 @@ void bind_options(config::Schema& schema, Options& options) {
                  "Samples assigned to each uid per window (the same on miners and validators).", 1, 1'000'000);
   schema.add_double("protocol.outer_lr", &options.outer_lr,
                     "Outer learning rate: theta <- theta - outer_lr * aggregate.", 1e-6, 10);
+  schema.add_double("protocol.outer_lr_late", &options.outer_lr_late,
+                    "Outer learning rate from global step outer_lr_late_from on (0: outer_lr throughout).", 0, 10);
+  schema.add_int("protocol.outer_lr_late_from", &options.outer_lr_late_from,
+                 "Global step (aggregation sets applied since genesis) from which outer_lr_late applies.");
   schema.add_int("protocol.init_seed", &options.init_seed, "Seed of the genesis model's initialisation.");
   schema.add_int("protocol.aggregate_top", &options.aggregate_top,
                  "Uids in a window's aggregation set: the top ones by final score.", 1, 256);

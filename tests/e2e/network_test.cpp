@@ -2,9 +2,12 @@
 // seven bad miners played by this test (each a registered uid with its own
 // store), and crucible-validator as the lead. Every honest miner must
 // outrank every bad one, and the weights read back from the chain must give
-// the bad ones nothing.
+// the bad ones nothing. The network's outer learning rate drops after its
+// first set (protocol.outer_lr_late), and the honest miners stay in sync.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include "crucible/common/retry.h"
 #include "crucible/miner/rank_group.h"
@@ -28,6 +31,9 @@ constexpr std::uint32_t kBlocksPerWindow = e2e::kBlocksPerWindow;
 class NetworkTest : public NetworkBase {
  protected:
   void SetUp() override {
+    // The outer rate drops after the first set (protocol.md §3): honest
+    // miners in sync with the validator took every step at its rate.
+    protocol_extra_ = "outer_lr_late = 0.35\nouter_lr_late_from = 1";
     start_network();
     add_bad_miners();
   }
@@ -37,6 +43,7 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
   auto reader = chain::EvmChain::connect(chain::to_evm_options(testing::chain_options(*chain_)), std::nullopt);
   ASSERT_TRUE(reader.is_ok());
   std::uint64_t w = window_just_begun(**reader);
+  const std::uint64_t first = w;
   auto validator =
       start_validator("validator", fmt::format("max_windows = {}\nstart_window = {}", kValidatorWindows, w));
   auto a = start_miner(0);
@@ -130,6 +137,15 @@ TEST_F(NetworkTest, HonestMinersOutrankBadOnesAndBadOnesGetNoWeight) {
       case Bad::kNoise:
         break;  // well-formed: it loses on the merits
     }
+  }
+  // In sync after the outer rate dropped: the validator judges first + 2
+  // on the model after two sets, the second taken at the late rate, and
+  // an honest miner that took it at any other rate holds another model
+  // (its fingerprint then measures 1 step behind, not 0).
+  for (std::uint16_t h : honest_uids_) {
+    const auto behind = testing::steps_behind(**db, first + 2, first + kValidatorWindows - 1, h);
+    EXPECT_TRUE(std::any_of(behind.begin(), behind.end(), [](const auto& wx) { return wx.second == 0.0; }))
+        << "honest uid " << h << " never held the validator's model after the late step";
   }
   for (std::size_t i = 0; i < honest_uids_.size(); ++i) {
     EXPECT_EQ(reasons[honest_uids_[i]], "") << "honest uid " << honest_uids_[i] << "\n"

@@ -42,4 +42,18 @@ inline std::map<std::uint16_t, std::string> rejections(storage::StateStore& db) 
   return reasons;
 }
 
+// How many outer steps behind each evaluated upload of `uid` trained
+// (protocol.md §6, sync), by window.
+inline std::map<std::uint64_t, double> steps_behind(storage::StateStore& db, std::uint64_t first, std::uint64_t last,
+                                                    std::uint16_t uid) {
+  std::map<std::uint64_t, double> out;
+  for (std::uint64_t w = first; w <= last; ++w) {
+    auto row = db.get(storage::Family::kWindowScores, validator::window_uid_key(w, uid));
+    if (!row.is_ok() || !row->has_value()) continue;
+    auto r = validator::uid_result_from_json(nlohmann::json::parse(**row));
+    if (r.is_ok() && r->eval) out[w] = r->eval->steps_behind;
+  }
+  return out;
+}
+
 }  // namespace crucible::testing

@@ -1120,6 +1120,101 @@ TEST_F(ValidatorInProcess, SyncNeedsTheSignedDigestOfTheValidatorsModel) {
   EXPECT_EQ(behind.at(unbound.uid), cap);
 }
 
+// The outer learning rate's schedule in the sync measure (protocol.md §3,
+// §6): the validator's last step took the late rate (global step 1 -> 2,
+// late from 1), and is measured at that rate. A miner that has not taken
+// it is exactly one step behind; one that took it at the base rate (its
+// schedule is not the network's) is behind by the difference, 2.5 steps.
+TEST_F(ValidatorInProcess, SyncMeasuresTheLastStepAtTheRateItTook) {
+  o_.protocol.outer_lr = 0.7;
+  o_.protocol.outer_lr_late = 0.2;
+  o_.protocol.outer_lr_late_from = 1;
+  const std::uint64_t w = 3;
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+  const double in_slot = slot_start_of(w) + 2;
+  Miner& behind = add_miner();
+  Miner& off_schedule = add_miner();
+  auto p = parts();
+  WindowContext cx = context(*p);
+  protocol::ChainState model;
+  model.window = w - 1;
+  model.basis.fill(9);
+  model.global_step = 2;
+  for (const auto& spec : p->replica->specs()) {
+    std::vector<float> a(static_cast<std::size_t>(spec.numel()));
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.01f * static_cast<float>(i % 7) - 0.03f;
+    model.last_aggregate.push_back(std::move(a));
+  }
+  // A miner whose model is ours plus k * the last aggregate, its fingerprint
+  // published and signed.
+  auto upload_at = [&](const Miner& m, float k, std::uint64_t seed) {
+    const auto positions = protocol::fingerprint_positions(model.basis, m.uid, p->replica->specs());
+    protocol::Fingerprint f{w, m.uid, model.basis, p->replica->values_at(positions)};
+    for (std::size_t t = 0; t < positions.size(); ++t) {
+      for (std::size_t j = 0; j < positions[t].size(); ++j) {
+        f.values[t][j] += k * model.last_aggregate[t][static_cast<std::size_t>(positions[t][j])];
+      }
+    }
+    ASSERT_TRUE(
+        m.store->put(keys::fingerprint(w), as_bytes(protocol::encode_fingerprint(f, p->replica->specs()))).is_ok());
+    auto packet = honest_packet(m, w, 0.01f, seed);
+    packet.model_digest = protocol::fingerprint_digest(f);
+    upload(m, w, packet, in_slot);
+  };
+  upload_at(behind, 0.2f, 1);        // the last step not taken
+  upload_at(off_schedule, 0.5f, 2);  // taken at 0.7 instead of 0.2
+
+  auto uploads = gather_once(w, cx);
+  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
+  std::vector<Evaluation> evaluations;
+  for (const auto& u : *uploads) {
+    ASSERT_TRUE(u.valid()) << u.uid << ": " << u.detail;
+    evaluations.push_back(Evaluation{u.uid, true, "", 4, 3, 4, 3});
+  }
+  auto steps = sync(w, evaluations, *uploads, model, cx);
+  EXPECT_NEAR(steps.at(behind.uid), 1.0, 1e-4);
+  EXPECT_NEAR(steps.at(off_schedule.uid), 2.5, 1e-4);
+}
+
+// The evaluation's step is at the outer rate of the step the window's set
+// will take (protocol.md §3, §6): the base rate before the switch, the
+// late one from it on, exactly as on a network whose rate is that one
+// throughout.
+TEST_F(ValidatorInProcess, TheEvaluationStepsAtTheOuterRateOfTheWindowsSet) {
+  auto p = parts();
+  WindowContext cx = context(*p);  // reads o_.protocol as the test sets it
+  const std::uint64_t w = 3;
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+  Miner& m = add_miner();
+  upload(m, w, honest_packet(m, w, 0.01f, 1), slot_start_of(w) + 1);
+  auto uploads = gather_once(w, cx);
+  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
+  ValidatorState st;
+  auto judged = [&](std::uint64_t global_step) {
+    st.model.global_step = global_step;
+    auto evaluated = evaluate(w, *uploads, st, cx);
+    EXPECT_TRUE(evaluated.is_ok()) << evaluated.status();
+    if (!evaluated.is_ok() || evaluated->input.evaluations.size() != 1) return Evaluation{};
+    return evaluated->input.evaluations[0];
+  };
+  o_.protocol.outer_lr = 0.7;
+  o_.protocol.outer_lr_late = 0.2;
+  o_.protocol.outer_lr_late_from = 5;
+  const Evaluation before = judged(4), at = judged(5), later = judged(50);
+  o_.protocol.outer_lr_late = 0;
+  const Evaluation base_rate = judged(5);
+  o_.protocol.outer_lr = 0.2;
+  const Evaluation late_rate = judged(0);
+  ASSERT_TRUE(before.valid && at.valid && base_rate.valid && late_rate.valid);
+  EXPECT_NE(before.loss_after_rand, at.loss_after_rand);
+  for (const Evaluation* e : {&at, &later}) {
+    EXPECT_EQ(e->loss_after_rand, late_rate.loss_after_rand);
+    EXPECT_EQ(e->loss_after_own, late_rate.loss_after_own);
+  }
+  EXPECT_EQ(before.loss_after_rand, base_rate.loss_after_rand);
+  EXPECT_EQ(before.loss_after_own, base_rate.loss_after_own);
+}
+
 // Scoring that a norm cannot game (issue #28): every update is evaluated at
 // the window's median norm, so a miner that multiplies its update by k > 0
 // is measured on exactly what the unscaled update shows; far above the

@@ -56,7 +56,7 @@ Result<PublishedSet> fix_aggregation_set(std::uint64_t w, const std::vector<Uplo
 ValidatorChain::ValidatorChain(protocol::ChainState& state, WindowContext& cx)
     : link_(cx.replica),
       chain_(link_, state, cx.codec,
-             {cx.o.protocol.outer_lr, cx.o.max_object_bytes, cx.o.model.canonical(), "validator", true}) {}
+             {cx.o.protocol.outer(), cx.o.max_object_bytes, cx.o.model.canonical(), "validator", true}) {}
 
 Status save_model(const protocol::ChainState& model, WindowContext& cx) {
   safetensors::Metadata meta = model.metadata();

@@ -76,6 +76,7 @@ double cosine(const model::TensorValues& a, const model::TensorValues& b) {
 struct NormBasis {
   double median = 0;
   bool any_admitted = false;
+  double outer_lr = 0;  // of the step this window's set will take (protocol::OuterLr)
 };
 
 NormBasis norm_basis(const std::vector<Upload>& uploads, const ValidatorState& st, WindowContext& cx) {
@@ -89,7 +90,8 @@ NormBasis norm_basis(const std::vector<Upload>& uploads, const ValidatorState& s
   std::erase(all_norms, 0.0);
   std::erase(admitted_norms, 0.0);
   const auto& basis = admitted_norms.empty() ? all_norms : admitted_norms;
-  return {basis.empty() ? 0 : kernels::median_of(basis), !admitted_norms.empty()};
+  return {basis.empty() ? 0 : kernels::median_of(basis), !admitted_norms.empty(),
+          cx.o.protocol.outer().at(st.model.global_step)};
 }
 
 // The window's random samples, their losses and (with the gradient check)
@@ -167,7 +169,7 @@ Result<std::optional<Evaluation>> evaluate_one(std::uint64_t w, Upload& u, const
   const auto n_own = samples_in(own, cx);
   CRUCIBLE_ASSIGN_OR_RETURN(auto before_own, cx.replica.sample_losses(own, n_own));
   const double to_median = u.norm > 0 ? nb.median / u.norm : 0.0;  // a zero update stays zero
-  const double scale = cx.o.protocol.outer_lr * cx.o.validator.eval_lr_factor * to_median;
+  const double scale = nb.outer_lr * cx.o.validator.eval_lr_factor * to_median;
   auto after = cx.replica.probe_samples(update, scale, own, n_own, rand.tokens, rand.n);
   metrics::global().add(metrics::Counter::kEvaluations);
   Evaluation e{who, true, "", model::mean_loss(before_own), 0, model::mean_loss(rand.before), 0};

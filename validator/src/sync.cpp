@@ -11,15 +11,16 @@ namespace crucible::validator {
 
 namespace {
 
-// The last outer step (outer_lr x aggregate) at the positions.
+// The last outer step (its outer lr x aggregate) at the positions.
 model::TensorValues last_step_at(const std::vector<std::vector<std::int64_t>>& positions,
                                  const protocol::ChainState& model, WindowContext& cx) {
   model::TensorValues out;
-  if (model.last_aggregate.empty()) return out;
+  if (model.last_aggregate.empty() || model.global_step == 0) return out;
+  const double outer_lr = cx.o.protocol.outer().at(model.global_step - 1);
   for (std::size_t t = 0; t < positions.size() && t < model.last_aggregate.size(); ++t) {
     std::vector<float> s;
     for (std::int64_t p : positions[t]) {
-      s.push_back(static_cast<float>(cx.o.protocol.outer_lr * model.last_aggregate[t][static_cast<std::size_t>(p)]));
+      s.push_back(static_cast<float>(outer_lr * model.last_aggregate[t][static_cast<std::size_t>(p)]));
     }
     out.push_back(std::move(s));
   }

@@ -17,6 +17,7 @@
 #include "crucible/common/status.h"
 #include "crucible/common/tensor_spec.h"
 #include "crucible/protocol/aggregation_set.h"
+#include "crucible/protocol/options.h"
 #include "crucible/storage/object_store.h"
 
 namespace crucible::kernels {
@@ -77,7 +78,7 @@ class ChainModelOf final : public ChainModel {
 };
 
 struct ChainOptions {
-  double outer_lr = 1.0;
+  OuterLr outer_lr;                    // by the step the set takes (its global step before it)
   std::uint64_t max_object_bytes = 0;  // a packet, a checkpoint
   std::string model_canonical;         // ModelConfig::canonical: checkpoints of other shapes are refused
   std::string role;                    // the metrics' role label: "miner" or "validator"

@@ -43,6 +43,18 @@ struct ScoringParams {
   double trust_z_span = 1.0;  // and rises to 1 over this much more
 };
 
+// The outer learning rate by global step (§3): `rate`, then `late` for the
+// step that follows `late_from` applied sets and every one after it (late
+// 0: none). Every node counts the sets alike (ChainState::global_step), so
+// every node takes the same step.
+struct OuterLr {
+  double rate = 0.7;
+  double late = 0;
+  std::uint64_t late_from = 0;
+
+  double at(std::uint64_t global_step) const { return late > 0 && global_step >= late_from ? late : rate; }
+};
+
 struct Options {
   std::uint32_t blocks_per_window = 100;  // window = block / blocks_per_window
   double upload_slot_s = 70.0;            // upload slot after the start of window w+1
@@ -50,8 +62,10 @@ struct Options {
   double reveal_s = 60.0;                 // after the slot closes: committed packets are uploaded by then
   std::uint32_t samples_per_window = 64;  // samples assigned to each uid per window (§2)
   double outer_lr = 0.7;                  // alpha of the outer step: theta <- theta - alpha * aggregate (§3)
-  std::uint64_t init_seed = 1;            // seed of the genesis model (docs/protocol.md §3)
-  std::uint32_t aggregate_top = 15;       // uids in a window's aggregation set (§8)
+  double outer_lr_late = 0;               // and from outer_lr_late_from applied sets on (OuterLr)
+  std::uint64_t outer_lr_late_from = 0;
+  std::uint64_t init_seed = 1;       // seed of the genesis model (docs/protocol.md §3)
+  std::uint32_t aggregate_top = 15;  // uids in a window's aggregation set (§8)
   // What the network was made from (docs/network.md), empty when not
   // pinned: the SHA-256 of its dataset (data::dataset_sha256) and of its
   // genesis model's parameters (model::Llama::parameters_sha256 of the
@@ -60,6 +74,8 @@ struct Options {
   std::string dataset_sha256;
   std::string genesis_sha256;
   ScoringParams scoring;
+
+  OuterLr outer() const { return {outer_lr, outer_lr_late, outer_lr_late_from}; }
 };
 
 void bind_options(config::Schema& schema, Options& options);
