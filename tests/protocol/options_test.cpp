@@ -45,20 +45,22 @@ TEST(ProtocolOptions, InitSeedTakesTheWholeUnsignedRange) {
   EXPECT_FALSE(load(o, {{"protocol.init_seed", "18446744073709551616", ""}}).is_ok());
 }
 
-// The outer learning rate's schedule (protocol.md §3): off by default,
-// Covenant-72B's 1 then 0.65 as keys.
-TEST(ProtocolOptions, TheLateOuterRateIsOffUntilItsKeysAreSet) {
+// The outer learning rate's schedule (protocol.md §3): Covenant-72B's 1
+// then 0.65 by default, any schedule as keys, off with outer_lr_late = 0.
+TEST(ProtocolOptions, TheOuterRateDropsAtItsGlobalStepUnlessTheLateRateIsZero) {
   Options o;
-  EXPECT_EQ(o.outer().at(0), o.outer_lr);
-  EXPECT_EQ(o.outer().at(1'000'000), o.outer_lr);
-  ASSERT_TRUE(load(o, {{"protocol.outer_lr", "1.0", ""},
-                       {"protocol.outer_lr_late", "0.65", ""},
-                       {"protocol.outer_lr_late_from", "50", ""}})
-                  .is_ok());
   EXPECT_EQ(o.outer().at(0), 1.0);
   EXPECT_EQ(o.outer().at(49), 1.0);
   EXPECT_EQ(o.outer().at(50), 0.65);
-  EXPECT_EQ(o.outer().at(5'000), 0.65);
+  EXPECT_EQ(o.outer().at(1'000'000), 0.65);
+  ASSERT_TRUE(load(o, {{"protocol.outer_lr", "0.8", ""},
+                       {"protocol.outer_lr_late", "0.4", ""},
+                       {"protocol.outer_lr_late_from", "200", ""}})
+                  .is_ok());
+  EXPECT_EQ(o.outer().at(199), 0.8);
+  EXPECT_EQ(o.outer().at(200), 0.4);
+  ASSERT_TRUE(load(o, {{"protocol.outer_lr_late", "0", ""}}).is_ok());
+  EXPECT_EQ(o.outer().at(5'000), 0.8);  // off: outer_lr throughout
   EXPECT_FALSE(load(o, {{"protocol.outer_lr_late", "-0.1", ""}}).is_ok());
   EXPECT_FALSE(load(o, {{"protocol.outer_lr_late", "11", ""}}).is_ok());
   EXPECT_FALSE(load(o, {{"protocol.outer_lr_late_from", "-1", ""}}).is_ok());

@@ -328,7 +328,7 @@ class InProcessIncentive : public testing_network::InProcessNetwork {
       if (!set->uids.empty()) {
         auto merged = protocol::fetch_and_merge(*set, lead, specs_, 1 << 30, *kernels::cpu_backend(1));
         ASSERT_TRUE(merged.is_ok()) << merged.status();
-        ASSERT_TRUE(t.replica->apply_update(*merged, protocol::Options{}.outer_lr).is_ok());
+        ASSERT_TRUE(t.replica->apply_update(*merged, protocol::Options{}.outer().at(t.global_step)).is_ok());
       }
       t.applied = x;
       t.basis = protocol::set_basis(*bytes);
