@@ -224,6 +224,21 @@ class ValidatorInProcess : public ::testing::Test {
     return gather(w, mg, cooldown, observer(), cx);
   }
 
+  // Window w's gather (every upload must be valid) and each upload's sync
+  // against `model`, as if each had been evaluated valid.
+  std::map<std::uint16_t, double> sync_of_gathered(std::uint64_t w, const protocol::ChainState& model,
+                                                   WindowContext& cx) {
+    auto uploads = gather_once(w, cx);
+    EXPECT_TRUE(uploads.is_ok()) << uploads.status();
+    if (!uploads.is_ok()) return {};
+    std::vector<Evaluation> evaluations;
+    for (const auto& u : *uploads) {
+      EXPECT_TRUE(u.valid()) << u.uid << ": " << u.detail;
+      evaluations.push_back(Evaluation{u.uid, true, "", 4, 3, 4, 3});
+    }
+    return sync(w, evaluations, *uploads, model, cx);
+  }
+
   // The pieces of a WindowContext, for calling steps one by one.
   struct Parts {
     protocol::NodeIo io;
@@ -1106,14 +1121,7 @@ TEST_F(ValidatorInProcess, SyncNeedsTheSignedDigestOfTheValidatorsModel) {
   upload(unbound, w, packet, in_slot);
   put_fingerprint(unbound, fp_of(unbound));
 
-  auto uploads = gather_once(w, cx);
-  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
-  std::vector<Evaluation> evaluations;
-  for (const auto& u : *uploads) {
-    ASSERT_TRUE(u.valid()) << u.uid << ": " << u.detail;
-    evaluations.push_back(Evaluation{u.uid, true, "", 4, 3, 4, 3});
-  }
-  auto behind = sync(w, evaluations, *uploads, model, cx);
+  auto behind = sync_of_gathered(w, model, cx);
   const double cap = o_.protocol.scoring.sync_max_steps;
   EXPECT_EQ(behind.at(holder.uid), 0.0);
   EXPECT_EQ(behind.at(copier.uid), cap);
@@ -1164,14 +1172,7 @@ TEST_F(ValidatorInProcess, SyncMeasuresTheLastStepAtTheRateItTook) {
   upload_at(behind, 0.2f, 1);        // the last step not taken
   upload_at(off_schedule, 0.5f, 2);  // taken at 0.7 instead of 0.2
 
-  auto uploads = gather_once(w, cx);
-  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
-  std::vector<Evaluation> evaluations;
-  for (const auto& u : *uploads) {
-    ASSERT_TRUE(u.valid()) << u.uid << ": " << u.detail;
-    evaluations.push_back(Evaluation{u.uid, true, "", 4, 3, 4, 3});
-  }
-  auto steps = sync(w, evaluations, *uploads, model, cx);
+  auto steps = sync_of_gathered(w, model, cx);
   EXPECT_NEAR(steps.at(behind.uid), 1.0, 1e-4);
   EXPECT_NEAR(steps.at(off_schedule.uid), 2.5, 1e-4);
 }
