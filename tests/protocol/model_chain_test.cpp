@@ -92,6 +92,20 @@ class ModelChainTest : public ::testing::Test {
     return {bytes, peers.empty() ? TensorValues{} : *merge_updates(peers, specs_, *host_)};
   }
 
+  // theta after a step against before - rate * merged, every element (the
+  // packets are sparse: most merged values are 0, so some must have moved).
+  static void expect_step(const VectorModel& model, const TensorValues& before, const TensorValues& merged,
+                          float rate) {
+    std::size_t moved = 0;
+    for (std::size_t t = 0; t < merged.size(); ++t) {
+      for (std::size_t i = 0; i < merged[t].size(); ++i) {
+        EXPECT_FLOAT_EQ(model.theta[t][i], before[t][i] - rate * merged[t][i]) << t << "," << i;
+        moved += merged[t][i] != 0.0f;
+      }
+    }
+    EXPECT_GT(moved, 0u);
+  }
+
   // The model and state a desync must leave as they were.
   void expect_unchanged(const VectorModel& model, const TensorValues& theta, const ChainState& state,
                         const ChainState& before) {
@@ -121,12 +135,7 @@ TEST_F(ModelChainTest, AppliesTheSetThatBuildsOnTheModelsWindowAndNoOther) {
   EXPECT_EQ(state.global_step, 1u);
   EXPECT_EQ(state.last_set, (std::vector<std::uint16_t>{1, 2}));
   EXPECT_EQ(state.last_aggregate, merged3);
-  std::size_t moved = 0;  // the packets are sparse: every element, and some moved
-  for (std::size_t i = 0; i < merged3[0].size(); ++i) {
-    EXPECT_FLOAT_EQ(model.theta[0][i], -0.5f * merged3[0][i]) << i;
-    moved += merged3[0][i] != 0.0f;
-  }
-  EXPECT_GT(moved, 0u);
+  expect_step(model, VectorModel(specs_).theta, merged3, 0.5f);
   // A set with no members still moves the chain (an outer step of zero).
   publish(4, 3, {});
   ASSERT_FALSE(chain.advance(4, *lead_)->has_value());
@@ -145,29 +154,17 @@ TEST_F(ModelChainTest, TheOuterStepTakesTheLateRateFromItsGlobalStepOn) {
   ChainOptions o = options();
   o.outer_lr = OuterLr{0.5, 0.125, 2};
   ModelChain chain(model, state, *host_, o);
-  // theta after each step against before - rate * merged, every element
-  // (the packets are sparse: most merged values are 0).
-  auto expect_step = [&](const TensorValues& before, const TensorValues& merged, float rate) {
-    std::size_t moved = 0;
-    for (std::size_t t = 0; t < merged.size(); ++t) {
-      for (std::size_t i = 0; i < merged[t].size(); ++i) {
-        EXPECT_FLOAT_EQ(model.theta[t][i], before[t][i] - rate * merged[t][i]) << t << "," << i;
-        moved += merged[t][i] != 0.0f;
-      }
-    }
-    EXPECT_GT(moved, 0u);
-  };
   const TensorValues genesis = model.theta;
   auto [bytes3, merged3] = publish(3, std::nullopt, {1.0f});
   ASSERT_FALSE(chain.advance(3, *lead_)->has_value());  // global step 0 -> 1: rate 0.5
-  expect_step(genesis, merged3, 0.5f);
+  expect_step(model, genesis, merged3, 0.5f);
   publish(4, 3, {});
   ASSERT_FALSE(chain.advance(4, *lead_)->has_value());  // 1 -> 2: empty, still a step
   const TensorValues before5 = model.theta;
   auto [bytes5, merged5] = publish(5, 4, {2.0f});
   ASSERT_FALSE(chain.advance(5, *lead_)->has_value());  // 2 -> 3: the late rate
   EXPECT_EQ(state.global_step, 3u);
-  expect_step(before5, merged5, 0.125f);
+  expect_step(model, before5, merged5, 0.125f);
   EXPECT_DOUBLE_EQ((OuterLr{0.7, 0, 5}.at(9)), 0.7);  // late 0: none
 }
 
