@@ -17,8 +17,8 @@
 #include "crucible/common/log.h"
 #include "crucible/common/replica.h"
 #include "crucible/kernels/packet_tensor.h"
-#include "crucible/protocol/aggregation_set.h"
 #include "crucible/protocol/fingerprint.h"
+#include "crucible/protocol/model_chain.h"
 #include "crucible/protocol/object_keys.h"
 #include "crucible/protocol/peers.h"
 #include "crucible/protocol/window_clock.h"
@@ -41,9 +41,7 @@ struct SwarmMiner {
 struct Swarm::Prepared {
   std::optional<data::Dataset> dataset;
   std::unique_ptr<model::Replica> replica;
-  std::optional<std::uint64_t> applied;  // the last window whose set the replica holds
-  std::uint64_t global_step = 0;         // sets applied (the outer learning rate's step)
-  chain::Hash32 basis{};                 // Keccak of that set as published (protocol.md §7)
+  protocol::ChainState chain;  // where the replica stands in the lead's chain of sets (kOwnGradient)
   std::vector<model::TensorSpec> specs;
   std::map<std::uint64_t, std::vector<kernels::CompressedTensor>> bases;                        // kCut: per window
   std::map<std::pair<std::uint64_t, std::size_t>, std::vector<kernels::CompressedTensor>> own;  // kOwnGradient
@@ -227,32 +225,25 @@ Status Swarm::prepare(std::uint64_t first, std::uint64_t last) {
 Status Swarm::follow(std::uint64_t w, const std::atomic<bool>& stop) {
   Prepared& p = *prepared_;
   CRUCIBLE_ASSIGN_OR_RETURN(auto lead, storage::LocalStore::open(o_.lead_store));
-  // The lead's sets up to w - 1, in order; w - 1's is waited for a little.
+  const auto codec = kernels::cpu_backend(1);  // outlives the chain, which keeps a reference
+  protocol::ChainModelOf<model::Replica> link(*p.replica);
+  protocol::ModelChain sets(link, p.chain, *codec,
+                            {o_.protocol.outer(), 1ull << 30, o_.model.canonical(), "swarm", false});
+  // The lead's sets up to w - 1, in order, as a miner follows them; w - 1's
+  // is waited for a little.
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(static_cast<std::int64_t>(o_.aggregate_wait_s * 1000));
-  for (std::uint64_t v = p.applied ? *p.applied + 1 : (w > 8 ? w - 8 : 0); v < w && !stop.load();) {
-    auto f = lead->get(keys::aggregate(v), protocol::kMaxSetBytes);
-    if (!f.is_ok()) {
-      if (v + 1 < w || std::chrono::steady_clock::now() > deadline) {
-        ++v;  // none for v (the lead did not run it), or not in time
-      } else {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-      continue;
+  for (;;) {
+    CRUCIBLE_ASSIGN_OR_RETURN(auto windows, sets.published_after(*lead, 4096));
+    for (std::uint64_t v : windows) {
+      if (v >= w) break;
+      CRUCIBLE_ASSIGN_OR_RETURN(auto desync, sets.advance(v, *lead));
+      if (desync) return Status::ok();  // the swarm stays where it is (out of sync, scored so)
     }
-    CRUCIBLE_ASSIGN_OR_RETURN(auto set, protocol::decode_set(f->data));
-    if (set.prev != p.applied) break;  // a gap: the swarm stays where it is (out of sync, scored so)
-    if (!set.uids.empty()) {
-      CRUCIBLE_ASSIGN_OR_RETURN(auto merged,
-                                protocol::fetch_and_merge(set, *lead, p.specs, 1ull << 30, *kernels::cpu_backend(1)));
-      CRUCIBLE_RETURN_IF_ERROR(p.replica->apply_update(merged, o_.protocol.outer().at(p.global_step)));
-    }
-    ++p.global_step;
-    p.applied = v;
-    p.basis = protocol::set_basis(f->data);
-    ++v;
+    const bool have = p.chain.window && *p.chain.window + 1 >= w;
+    if (have || stop.load() || std::chrono::steady_clock::now() > deadline) return Status::ok();
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return Status::ok();
 }
 
 Status Swarm::own_updates(std::uint64_t w) {
@@ -317,8 +308,9 @@ Status Swarm::run(std::uint64_t first, std::uint64_t last, const std::atomic<boo
       CRUCIBLE_ASSIGN_OR_RETURN(auto idx, p.dataset->assignment(m.uid, w, o_.protocol.samples_per_window, L));
       pk.sample_digest = p.dataset->digest(idx, L);
       if (o_.updates == Updates::kOwnGradient) {  // the model it holds: the lead's, if it follows
-        const protocol::Fingerprint fp{w, m.uid, p.basis,
-                                       p.replica->values_at(protocol::fingerprint_positions(p.basis, m.uid, p.specs))};
+        const chain::Hash32& basis = p.chain.basis;
+        const protocol::Fingerprint fp{w, m.uid, basis,
+                                       p.replica->values_at(protocol::fingerprint_positions(basis, m.uid, p.specs))};
         pk.model_digest = protocol::fingerprint_digest(fp);
       }
       std::vector<kernels::CompressedTensor> tensors;

@@ -29,6 +29,7 @@
 #include "crucible/kernels/error_feedback.h"
 #include "crucible/kernels/packet_tensor.h"
 #include "crucible/miner/inner_loop.h"
+#include "crucible/protocol/model_chain.h"
 #include "crucible/protocol/peers.h"
 #include "crucible/protocol/update.h"
 #include "support/validator_records.h"
@@ -92,9 +93,7 @@ struct FollowingTrainer {
   std::unique_ptr<model::Replica> replica;
   std::unique_ptr<miner::InnerLoop> loop;
   model::TensorValues ef;
-  std::optional<std::uint64_t> applied;
-  chain::Hash32 basis{};
-  std::uint64_t global_step = 0;
+  protocol::ChainState chain;  // where its replica stands in the lead's chain of sets
 };
 
 struct Player {
@@ -319,28 +318,27 @@ class InProcessIncentive : public testing_network::InProcessNetwork {
   void train_following(const Player& a, std::uint64_t w, storage::ObjectStore& lead, std::uint16_t data_uid,
                        float scale) {
     FollowingTrainer& t = trainers_.at(a.play);
-    for (std::uint64_t x = t.applied ? *t.applied + 1 : w0_; x < w; ++x) {
-      auto bytes = get(lead, keys::aggregate(x));
-      if (!bytes) continue;
-      auto set = protocol::decode_set(*bytes);
-      ASSERT_TRUE(set.is_ok()) << set.status();
-      ASSERT_EQ(set->prev, t.applied) << "the trainer missed a set";
-      if (!set->uids.empty()) {
-        auto merged = protocol::fetch_and_merge(*set, lead, specs_, 1 << 30, *kernels::cpu_backend(1));
-        ASSERT_TRUE(merged.is_ok()) << merged.status();
-        ASSERT_TRUE(t.replica->apply_update(*merged, protocol::Options{}.outer().at(t.global_step)).is_ok());
-      }
-      t.applied = x;
-      t.basis = protocol::set_basis(*bytes);
-      ++t.global_step;
+    const auto codec = kernels::cpu_backend(1);  // outlives the chain, which keeps a reference
+    protocol::ChainModelOf<model::Replica> link(*t.replica);
+    protocol::ModelChain sets(
+        link, t.chain, *codec,
+        {testing_network::network_protocol(blocks_per_window_).outer(), 1 << 30, model_.canonical(), "miner", false});
+    auto windows = sets.published_after(lead, 4096);
+    ASSERT_TRUE(windows.is_ok()) << windows.status();
+    for (std::uint64_t x : *windows) {
+      if (x >= w) break;
+      auto desync = sets.advance(x, lead);
+      ASSERT_TRUE(desync.is_ok()) << desync.status();
+      ASSERT_FALSE(desync->has_value()) << "the trainer could not apply set " << x << ": " << to_string(**desync);
     }
     const auto L = static_cast<std::uint64_t>(model_.seq_len);
     auto idx = dataset_->assignment(data_uid, w, 16, L);
     ASSERT_TRUE(idx.is_ok());
     auto tokens = dataset_->tokens(*idx, L);
     ASSERT_TRUE(tokens.is_ok());
-    protocol::Fingerprint fp{w, a.uid, t.basis,
-                             t.replica->values_at(protocol::fingerprint_positions(t.basis, a.uid, specs_))};
+    const chain::Hash32& basis = t.chain.basis;
+    protocol::Fingerprint fp{w, a.uid, basis,
+                             t.replica->values_at(protocol::fingerprint_positions(basis, a.uid, specs_))};
     auto trained = t.loop->train_window(*tokens, 16, nullptr, nullptr);
     ASSERT_TRUE(trained.is_ok()) << trained.status();
     for (auto& tensor : trained->delta)
@@ -348,7 +346,7 @@ class InProcessIncentive : public testing_network::InProcessNetwork {
     packet::Packet p;
     p.window = w;
     p.uid = a.uid;
-    p.global_step = t.global_step;
+    p.global_step = t.chain.global_step;
     p.model_digest = protocol::fingerprint_digest(fp);
     p.sample_digest = digest_for(a.uid, w);  // the other-data player's lie
     for (std::size_t i = 0; i < specs_.size(); ++i) {
