@@ -22,6 +22,7 @@
 //   convergence --data DIR [--model TOML] [--workers 4] [--outer-steps 20]
 //     [--inner-steps 4] [--micro-batch 4] [--lr 3e-3] [--outer-lr 0.7]
 //     [--outer-lr-late X --outer-lr-switch N]   outer lr X from step N on
+//     [--outer-lr-final X --outer-lr-final-switch N]   and X from step N on (a second drop)
 //     [--decay-steps N]   inner lr: cosine to 0.1x over N inner steps (the miner's)
 //     [--diloco-momentum M] [--crucible-momentum M]   Nesterov, 0 = none
 //     [--topk K] [--dense-first N --dense-topk K]     values kept per 4,096
@@ -78,6 +79,8 @@ struct Args {
   double lr = 3e-3, outer_lr = 0.7, ef_beta = 0.8;  // ef_beta: the miner's default
   double outer_lr_late = -1;                        // < 0: outer_lr throughout
   int outer_lr_switch = 0;
+  double outer_lr_final = -1;  // < 0: no second drop
+  int outer_lr_final_switch = 0;
   std::uint64_t decay_steps = 0;  // inner cosine decay over this many steps; 0: the miner's default
   double diloco_momentum = 0, crucible_momentum = 0;
   int topk = kernels::kTopKPer4096, dense_first = 0, dense_topk = kernels::kTopKPer4096;
@@ -112,9 +115,16 @@ struct Args {
   json full_identity() const {
     json j = identity();
     if (decay_steps != 0) j["decay_steps"] = decay_steps;
+    if (outer_lr_final >= 0) {
+      j["outer_lr_final"] = outer_lr_final;
+      j["outer_lr_final_switch"] = outer_lr_final_switch;
+    }
     return j;
   }
-  double outer_lr_at(int w) const { return outer_lr_late >= 0 && w >= outer_lr_switch ? outer_lr_late : outer_lr; }
+  double outer_lr_at(int w) const {
+    if (outer_lr_final >= 0 && w >= outer_lr_final_switch) return outer_lr_final;
+    return outer_lr_late >= 0 && w >= outer_lr_switch ? outer_lr_late : outer_lr;
+  }
   int topk_at(int w) const { return w < dense_first ? dense_topk : topk; }
 };
 
@@ -122,7 +132,7 @@ struct Args {
   fmt::print(stderr,
              "convergence: {}\nusage: convergence --data DIR [--model TOML] [--workers N] [--outer-steps N]\n"
              "  [--inner-steps H] [--micro-batch B] [--lr X] [--outer-lr X] [--outer-lr-late X --outer-lr-switch N]\n"
-             "  [--decay-steps N]\n"
+             "  [--outer-lr-final X --outer-lr-final-switch N] [--decay-steps N]\n"
              "  [--diloco-momentum M] [--crucible-momentum M] [--topk K] [--dense-first N --dense-topk K]\n"
              "  [--ef-beta X] [--clip 1|0] [--seed S] [--arms a,a2,b,c] [--eval-every N] [--eval-samples N]\n"
              "  [--threads N] [--state DIR [--save-every N]] [--svg FILE]\n"
@@ -164,6 +174,10 @@ void set_flag(Args& a, const std::string& k, const std::string& v) {
     a.outer_lr_late = std::stod(v);
   else if (k == "--outer-lr-switch")
     a.outer_lr_switch = std::stoi(v);
+  else if (k == "--outer-lr-final")
+    a.outer_lr_final = std::stod(v);
+  else if (k == "--outer-lr-final-switch")
+    a.outer_lr_final_switch = std::stoi(v);
   else if (k == "--decay-steps")
     a.decay_steps = std::stoull(v);
   else if (k == "--diloco-momentum")
