@@ -110,6 +110,10 @@ void bind_options(config::Schema& schema, Options& options) {
                     "Outer learning rate from global step outer_lr_late_from on (0: outer_lr throughout).", 0, 10);
   schema.add_int("protocol.outer_lr_late_from", &options.outer_lr_late_from,
                  "Global step (aggregation sets applied since genesis) from which outer_lr_late applies.");
+  schema.add_double("protocol.outer_lr_last", &options.outer_lr_last,
+                    "Outer learning rate from global step outer_lr_last_from on, a second drop (0: none).", 0, 10);
+  schema.add_int("protocol.outer_lr_last_from", &options.outer_lr_last_from,
+                 "Global step from which outer_lr_last applies (after outer_lr_late_from).");
   schema.add_int("protocol.init_seed", &options.init_seed, "Seed of the genesis model's initialisation.");
   schema.add_int("protocol.aggregate_top", &options.aggregate_top,
                  "Uids in a window's aggregation set: the top ones by final score.", 1, 256);

@@ -65,7 +65,7 @@ class ModelChainTest : public ::testing::Test {
     lead_ = std::shared_ptr<storage::ObjectStore>(std::move(*s));
   }
 
-  ChainOptions options() const { return {protocol::OuterLr{0.5, 0, 0}, 1 << 20, "tiny-model", "test", true}; }
+  ChainOptions options() const { return {protocol::OuterLr{0.5, 0, 0, 0, 0}, 1 << 20, "tiny-model", "test", true}; }
 
   // Publishes w's set on `prev` with one member per scale (its packet in
   // the lead's store); returns the set's bytes and the merged update.
@@ -152,7 +152,7 @@ TEST_F(ModelChainTest, TheOuterStepTakesTheLateRateFromItsGlobalStepOn) {
   VectorModel model(specs_);
   ChainState state;
   ChainOptions o = options();
-  o.outer_lr = OuterLr{0.5, 0.125, 2};
+  o.outer_lr = OuterLr{0.5, 0.125, 2, 0, 0};
   ModelChain chain(model, state, *host_, o);
   const TensorValues genesis = model.theta;
   auto [bytes3, merged3] = publish(3, std::nullopt, {1.0f});
@@ -165,7 +165,7 @@ TEST_F(ModelChainTest, TheOuterStepTakesTheLateRateFromItsGlobalStepOn) {
   ASSERT_FALSE(chain.advance(5, *lead_)->has_value());  // 2 -> 3: the late rate
   EXPECT_EQ(state.global_step, 3u);
   expect_step(model, before5, merged5, 0.125f);
-  EXPECT_DOUBLE_EQ((OuterLr{0.7, 0, 5}.at(9)), 0.7);  // late 0: none
+  EXPECT_DOUBLE_EQ((OuterLr{0.7, 0, 5, 0, 0}.at(9)), 0.7);  // late 0: none
 }
 
 TEST_F(ModelChainTest, EachDesyncLeavesModelAndStateAsTheyWereAndIsCounted) {

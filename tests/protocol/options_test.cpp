@@ -46,13 +46,18 @@ TEST(ProtocolOptions, InitSeedTakesTheWholeUnsignedRange) {
 }
 
 // The outer learning rate's schedule (protocol.md §3): Covenant-72B's 1
-// then 0.65 by default, any schedule as keys, off with outer_lr_late = 0.
+// then 0.65, then 0.4 by default, any schedule as keys, each drop off with
+// its rate 0.
 TEST(ProtocolOptions, TheOuterRateDropsAtItsGlobalStepUnlessTheLateRateIsZero) {
   Options o;
   EXPECT_EQ(o.outer().at(0), 1.0);
   EXPECT_EQ(o.outer().at(49), 1.0);
   EXPECT_EQ(o.outer().at(50), 0.65);
-  EXPECT_EQ(o.outer().at(1'000'000), 0.65);
+  EXPECT_EQ(o.outer().at(74), 0.65);
+  EXPECT_EQ(o.outer().at(75), 0.4);
+  EXPECT_EQ(o.outer().at(1'000'000), 0.4);
+  ASSERT_TRUE(load(o, {{"protocol.outer_lr_last", "0", ""}}).is_ok());
+  EXPECT_EQ(o.outer().at(1'000'000), 0.65);  // the second drop off: the first holds
   ASSERT_TRUE(load(o, {{"protocol.outer_lr", "0.8", ""},
                        {"protocol.outer_lr_late", "0.4", ""},
                        {"protocol.outer_lr_late_from", "200", ""}})
@@ -64,6 +69,20 @@ TEST(ProtocolOptions, TheOuterRateDropsAtItsGlobalStepUnlessTheLateRateIsZero) {
   EXPECT_FALSE(load(o, {{"protocol.outer_lr_late", "-0.1", ""}}).is_ok());
   EXPECT_FALSE(load(o, {{"protocol.outer_lr_late", "11", ""}}).is_ok());
   EXPECT_FALSE(load(o, {{"protocol.outer_lr_late_from", "-1", ""}}).is_ok());
+}
+
+// The second drop moves with its keys, and takes over from the first.
+TEST(ProtocolOptions, ASecondDropTakesOverFromItsGlobalStep) {
+  Options o;
+  ASSERT_TRUE(load(o, {{"protocol.outer_lr_last", "0.3", ""}, {"protocol.outer_lr_last_from", "120", ""}}).is_ok());
+  EXPECT_EQ(o.outer().at(50), 0.65);
+  EXPECT_EQ(o.outer().at(119), 0.65);
+  EXPECT_EQ(o.outer().at(120), 0.3);
+  ASSERT_TRUE(load(o, {{"protocol.outer_lr_late", "0", ""}}).is_ok());
+  EXPECT_EQ(o.outer().at(119), 1.0);  // the first drop off, the second still on
+  EXPECT_EQ(o.outer().at(120), 0.3);
+  EXPECT_FALSE(load(o, {{"protocol.outer_lr_last", "-1", ""}}).is_ok());
+  EXPECT_FALSE(load(o, {{"protocol.outer_lr_last", "11", ""}}).is_ok());
 }
 
 TEST(ProtocolOptions, ScoringParametersAreKeys) {

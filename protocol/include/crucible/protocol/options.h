@@ -44,15 +44,21 @@ struct ScoringParams {
 };
 
 // The outer learning rate by global step (§3): `rate`, then `late` for the
-// step that follows `late_from` applied sets and every one after it (late
-// 0: none). Every node counts the sets alike (ChainState::global_step), so
-// every node takes the same step.
+// step that follows `late_from` applied sets and every one after it, then
+// `last` from `last_from` on (late or last 0: that drop is off). Every node
+// counts the sets alike (ChainState::global_step), so every node takes the
+// same step.
 struct OuterLr {
   double rate = 1.0;
   double late = 0;
   std::uint64_t late_from = 0;
+  double last = 0;
+  std::uint64_t last_from = 0;
 
-  double at(std::uint64_t global_step) const { return late > 0 && global_step >= late_from ? late : rate; }
+  double at(std::uint64_t global_step) const {
+    if (last > 0 && global_step >= last_from) return last;
+    return late > 0 && global_step >= late_from ? late : rate;
+  }
 };
 
 struct Options {
@@ -62,12 +68,15 @@ struct Options {
   double reveal_s = 60.0;                 // after the slot closes: committed packets are uploaded by then
   std::uint32_t samples_per_window = 64;  // samples assigned to each uid per window (§2)
   // The outer step (§3): theta <- theta - alpha * aggregate, alpha =
-  // outer_lr, then outer_lr_late from outer_lr_late_from applied sets on
-  // (OuterLr). Covenant-72B's 1 then 0.65; the best measured on tiny at
+  // outer_lr, then outer_lr_late from outer_lr_late_from applied sets on,
+  // then outer_lr_last from outer_lr_last_from on (OuterLr). Covenant-72B's
+  // 1 then 0.65, and a second drop to 0.4: the best measured on tiny at
   // H = 30 and at H = 4 (docs/benchmarks.md, "The outer learning rate").
   double outer_lr = 1.0;
   double outer_lr_late = 0.65;
   std::uint64_t outer_lr_late_from = 50;
+  double outer_lr_last = 0.4;
+  std::uint64_t outer_lr_last_from = 75;
   std::uint64_t init_seed = 1;       // seed of the genesis model (docs/protocol.md §3)
   std::uint32_t aggregate_top = 15;  // uids in a window's aggregation set (§8)
   // What the network was made from (docs/network.md), empty when not
@@ -79,7 +88,7 @@ struct Options {
   std::string genesis_sha256;
   ScoringParams scoring;
 
-  OuterLr outer() const { return {outer_lr, outer_lr_late, outer_lr_late_from}; }
+  OuterLr outer() const { return {outer_lr, outer_lr_late, outer_lr_late_from, outer_lr_last, outer_lr_last_from}; }
 };
 
 void bind_options(config::Schema& schema, Options& options);
