@@ -63,6 +63,7 @@
 #include "crucible/common/safetensors.h"
 #include "crucible/kernels/error_feedback.h"
 #include "crucible/miner/inner_loop.h"
+#include "crucible/protocol/options.h"
 #include "crucible/protocol/update.h"
 
 namespace {
@@ -77,9 +78,9 @@ struct Args {
   int workers = 4, outer_steps = 20, eval_every = 5, threads = 2, save_every = 10;
   std::uint32_t inner_steps = 4, micro_batch = 4, eval_samples = 64;
   double lr = 3e-3, outer_lr = 0.7, ef_beta = 0.8;  // ef_beta: the miner's default
-  double outer_lr_late = -1;                        // < 0: outer_lr throughout
+  double outer_lr_late = -1;                        // <= 0: outer_lr throughout
   int outer_lr_switch = 0;
-  double outer_lr_final = -1;  // < 0: no second drop
+  double outer_lr_final = -1;  // <= 0: no second drop
   int outer_lr_final_switch = 0;
   std::uint64_t decay_steps = 0;  // inner cosine decay over this many steps; 0: the miner's default
   double diloco_momentum = 0, crucible_momentum = 0;
@@ -121,9 +122,13 @@ struct Args {
     }
     return j;
   }
+  // The protocol's schedule (protocol::OuterLr, where a rate of 0 is off)
+  // with outer step w as the global step.
   double outer_lr_at(int w) const {
-    if (outer_lr_final >= 0 && w >= outer_lr_final_switch) return outer_lr_final;
-    return outer_lr_late >= 0 && w >= outer_lr_switch ? outer_lr_late : outer_lr;
+    const protocol::OuterLr schedule{
+        outer_lr, std::max(outer_lr_late, 0.0), static_cast<std::uint64_t>(std::max(outer_lr_switch, 0)),
+        std::max(outer_lr_final, 0.0), static_cast<std::uint64_t>(std::max(outer_lr_final_switch, 0))};
+    return schedule.at(static_cast<std::uint64_t>(w));
   }
   int topk_at(int w) const { return w < dense_first ? dense_topk : topk; }
 };
