@@ -2,6 +2,8 @@
 // their chain order (protocol::ModelChain), or the lead's checkpoint when
 // the chain cannot be followed from the model held (a fresh miner joining
 // late, a gap, a set that cannot be applied).
+#include <algorithm>
+
 #include "crucible/common/log.h"
 #include "crucible/protocol/aggregation_set.h"
 #include "crucible/protocol/model_chain.h"
@@ -9,7 +11,7 @@
 
 namespace crucible::miner {
 
-Status MinerNode::Impl::catch_up(std::optional<std::uint64_t> wait_for, const std::atomic<bool>& stop) {
+Status MinerNode::Impl::catch_up(std::optional<std::uint64_t> wait_for, const std::atomic<bool>& stop, double latest) {
   auto metagraph = retry_transient("metagraph", *io.clock, stop, [&] { return chain().metagraph(o.chain.netuid); });
   if (!metagraph.is_ok()) return metagraph.status();
   auto lead_uid = protocol::lead_validator(*metagraph);
@@ -22,7 +24,9 @@ Status MinerNode::Impl::catch_up(std::optional<std::uint64_t> wait_for, const st
     log::warn("cannot open the lead validator's store", {{"uid", *lead_uid}, {"error", lead.status().to_string()}});
     return Status::ok();
   }
-  const double deadline = io.clock->unix_seconds() + o.miner.aggregate_wait_s;
+  const double start = io.clock->unix_seconds();
+  double deadline = start + o.miner.aggregate_wait_s;
+  if (latest > 0) deadline = std::min(deadline, latest);
   for (;;) {
     if (Status s = follow_chain(**lead); !s.is_ok()) {
       log::warn("the lead's chain not followed; will retry or load the lead's next checkpoint",
@@ -31,10 +35,15 @@ Status MinerNode::Impl::catch_up(std::optional<std::uint64_t> wait_for, const st
     }
     const bool have = !wait_for || (state.chain.window && *state.chain.window >= *wait_for);
     if (have || io.clock->unix_seconds() >= deadline || stop.load()) {
-      if (!have) log::info("aggregate not published in time; training on", {{"window", *wait_for}});
+      if (!have) {
+        log::info("aggregate not published in time; training on",
+                  {{"window", *wait_for}, {"waited_s", io.clock->unix_seconds() - start}});
+      }
       return Status::ok();
     }
-    io.clock->sleep(2 * kPoll, stop);
+    const auto left =
+        std::chrono::milliseconds(static_cast<std::int64_t>((deadline - io.clock->unix_seconds()) * 1000));
+    io.clock->sleep(std::clamp<std::chrono::milliseconds>(left, std::chrono::milliseconds(1), 2 * kPoll), stop);
   }
 }
 

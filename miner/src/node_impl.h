@@ -53,6 +53,7 @@ struct MinerNode::Impl {
   std::uint16_t uid = 0;
   bool show_progress = false;
   double window_end_s = 0;  // estimated end of the window being trained (Unix seconds)
+  double last_train_s = 0;  // how long the last window's training took (seconds)
 
   Impl(const MinerNodeOptions& options, const chain::PrivateKey& k, protocol::NodeIo i)
       : o(options), key(k), io(std::move(i)), clock(options.protocol) {}
@@ -63,8 +64,14 @@ struct MinerNode::Impl {
   Result<std::uint64_t> block_number(const std::atomic<bool>& stop);
 
   // catch_up.cpp: apply every published aggregate the model lacks, in chain
-  // order; with `wait_for`, wait up to aggregate_wait_s for that window's set.
-  Status catch_up(std::optional<std::uint64_t> wait_for, const std::atomic<bool>& stop);
+  // order; with `wait_for`, wait up to aggregate_wait_s for that window's set,
+  // and never past `latest` (Unix seconds; 0: no bound).
+  Status catch_up(std::optional<std::uint64_t> wait_for, const std::atomic<bool>& stop, double latest = 0);
+  // The last moment to stop waiting for a set and still train window w and
+  // commit it inside its upload slot: the window's estimated end plus the
+  // slot, less 1.1 times the last window's training time, a second and a
+  // poll (0 while the chain gives no rate).
+  double latest_wait(std::uint64_t w, const std::atomic<bool>& stop);
   Status follow_chain(storage::ObjectStore& lead);
 
   // train.cpp: H inner steps on w's samples, error feedback, a signed packet.

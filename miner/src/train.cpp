@@ -82,7 +82,19 @@ double MinerNode::Impl::estimate_window_end(std::uint64_t w, const std::atomic<b
   const double spb =
       (static_cast<double>(now->timestamp) - static_cast<double>(before->timestamp)) / static_cast<double>(span);
   if (!(spb > 0)) return 0;  // blocks of one timestamp (a chain mined in bursts): no rate to go by
-  return static_cast<double>(now->timestamp) + spb * static_cast<double>(clock.blocks_left(w, *head));
+  // Timestamps are whole seconds: a head read just now came at most a block
+  // ago, which is the closer bound where blocks come faster than seconds.
+  const double head_s = std::max(static_cast<double>(now->timestamp), io.clock->unix_seconds() - spb);
+  return head_s + spb * static_cast<double>(clock.blocks_left(w, *head));
+}
+
+double MinerNode::Impl::latest_wait(std::uint64_t w, const std::atomic<bool>& stop) {
+  const double end = estimate_window_end(w, stop);
+  if (end <= 0) return 0;
+  // Training as long as last time (and a tenth more) ends before the slot
+  // does, with a second to spare for the slot's opening (block timestamps
+  // are whole seconds) and a poll for the commit.
+  return end + o.protocol.upload_slot_s - 1.1 * last_train_s - 1.0 - std::chrono::duration<double>(kPoll).count();
 }
 
 void MinerNode::Impl::progress(std::uint64_t w, const StepInfo& s) {

@@ -235,6 +235,28 @@ TEST_F(InProcessNetwork, AMaliciousLeadsGarbageNeverStopsAMiner) {
   EXPECT_FALSE(miner_state(0).chain.window.has_value());  // nothing of the garbage was applied
 }
 
+// A lead that publishes no set, and a miner told to wait a minute for the
+// last window's set (aggregate_wait_s far longer than the 3-s window): the
+// miner stops waiting in time to train and commit inside every slot (the
+// window's estimated end plus the slot, less its training time and a
+// second for the whole-second timestamps, so the slot here is 2 s: this
+// chain's blocks come every 250 ms, and a slot's real length is up to a
+// second shorter than upload_slot_s). Without that bound it waits out the
+// minute and misses every window after its first.
+TEST_F(InProcessNetwork, AMinerStopsWaitingForTheLeadsSetInTimeForItsSlot) {
+  ASSERT_NE(lead_store(), nullptr);
+  add_miner(0, 4, nullptr, [](miner::MinerNodeOptions& mo) {
+    mo.miner.aggregate_wait_s = 60;
+    mo.protocol.upload_slot_s = 2.0;
+  });
+  run();
+  auto own = storage::LocalStore::open(dir_.path() / "miner0-store");
+  ASSERT_TRUE(own.is_ok());
+  for (std::uint64_t w = w0_; w < w0_ + 4; ++w) {
+    EXPECT_TRUE((*own)->head(protocol::keys::gradient(w)).is_ok()) << "no upload for window " << w;
+  }
+}
+
 // A fresh miner whose lead has published a checkpoint (a model other than
 // the genesis one, at global step 5) starts from it: its first packet says
 // step 5, and its fingerprint reads the checkpoint's values at positions
