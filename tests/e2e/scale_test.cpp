@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "crucible/common/model_config.h"
+#include "crucible/protocol/options.h"
 #include "crucible/validator/state.h"
 #include "e2e/network_base.h"
 #include "swarm.h"
@@ -146,12 +147,13 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
     EXPECT_GE(nlohmann::json::parse(**v)["evaluations"].get<int>(), 2) << "uid " << u;
   }
   // Weights posted, and both training miners' updates are valued at or near
-  // the window's best (evidence). Whether each also ends with weight is not
-  // asserted: that needs trust, the own-data z's of its evaluations
-  // accumulated above chance (trust_z 0 here), and two or three half-size
-  // evaluations in six windows cannot tell a training miner from chance
-  // reliably (one evaluation's z is about 1 to 1.5 for them, sometimes
-  // below 0).
+  // the window's best (evidence), made on the network's model (sync: they
+  // kept up with the lead's sets at this scale), and paid wherever trust
+  // allows. Trust itself is not asserted: it needs the own-data z's of a
+  // uid's evaluations accumulated above chance (trust_z 0 here), and two or
+  // three half-size evaluations in six windows cannot tell a training miner
+  // from chance reliably (one evaluation's z is about 1 to 1.5 for them,
+  // sometimes below 0).
   // The swarm's uids are load, not miners: their updates are genesis
   // gradients less the swarm's mean, by construction no help on random data.
   auto chain_weights = onchain_weights(**reader);
@@ -160,8 +162,15 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
   for (const auto& [u, v] : chain_weights.weights) weighted += v;
   EXPECT_GT(weighted, 0u);
   for (std::uint16_t u : honest_uids_) {
-    const double evidence = nlohmann::json::parse(rating_json(**db, u))["evidence"].get<double>();
-    EXPECT_GE(evidence, 0.5) << "training miner uid " << u << ": " << rating_json(**db, u);
+    const auto rating = nlohmann::json::parse(rating_json(**db, u));
+    EXPECT_GE(rating["evidence"].get<double>(), 0.5) << "training miner uid " << u << ": " << rating;
+    EXPECT_GE(rating["sync"].get<double>(), protocol::Options{}.scoring.admit_sync)
+        << "training miner uid " << u << ": " << rating;
+    // Trust above chance (the accumulated z over 0) pays: a final score.
+    const double z = rating["own_z_sum"].get<double>() / std::sqrt(rating["own_z_norm2"].get<double>());
+    if (z > 0) {
+      EXPECT_GT(rating["final"].get<double>(), 0.0) << "training miner uid " << u << ": " << rating;
+    }
     // Printed for the record (the trust note above): weight and accumulated z.
     std::fprintf(stderr, "ScaleTest: training miner uid %u: weight %llu, %s\n", u,
                  static_cast<unsigned long long>(chain_weights.weights[u]), rating_json(**db, u).c_str());
