@@ -82,6 +82,9 @@ TEST(StatusExplain, SyncSaysHowFarBehind) {
   EXPECT_EQ((*r)[0].factor, "sync");
   EXPECT_THAT((*r)[0].why, HasSubstr("3 outer steps behind"));
   EXPECT_THAT((*r)[0].todo, HasSubstr("applied aggregate"));
+  // A wait the miner cut short to keep its upload slot: fewer inner steps.
+  EXPECT_THAT((*r)[0].todo, HasSubstr("waited_s"));
+  EXPECT_THAT((*r)[0].todo, HasSubstr("fewer inner steps"));
 }
 
 TEST(StatusExplain, PenaltyNearZeroCountsEvenWithAPositiveFinal) {

@@ -113,8 +113,9 @@ Result<std::vector<ZeroFactor>> explain_zero(std::string_view miner_json) {
                              ? fmt::format(" ({:g} outer steps behind)", (*last)["steps_behind"].get<double>())
                              : "";
     out.push_back({"sync", "its model is not the validators' model" + behind,
-                   "the miner must apply every window's aggregate: check its log for 'applied aggregate' and raise "
-                   "miner.aggregate_wait_s if it trains before the aggregate arrives"});
+                   "the miner must apply every window's aggregate: check its log for 'applied aggregate'; if it "
+                   "logs 'aggregate not published in time', raise miner.aggregate_wait_s, or, where its waited_s "
+                   "is less (the wait was cut short to keep the upload slot), train fewer inner steps"});
   }
   if (const double penalty = number(s, "penalty", 1); penalty < kPenaltyFloor) {
     out.push_back({"penalty", fmt::format("the penalty for windows without a valid upload is {:.2g}", penalty),
