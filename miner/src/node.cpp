@@ -124,12 +124,11 @@ Status MinerNode::run(const std::atomic<bool>& stop) {
     std::optional<std::uint64_t> wait_for;
     if (w > 0 && m.state.uploaded_window && *m.state.uploaded_window == w - 1) wait_for = w - 1;
     CRUCIBLE_RETURN_IF_ERROR(m.claim->renew(w));
+    m.window_end_s = m.estimate_window_end(w, stop);
     // The wait for the last set ends in time to train w before its slot.
-    CRUCIBLE_RETURN_IF_ERROR(m.catch_up(wait_for, stop, wait_for ? m.latest_wait(w, stop) : 0));
+    CRUCIBLE_RETURN_IF_ERROR(m.catch_up(wait_for, stop, wait_for ? m.latest_wait() : 0));
     if (stop.load()) break;
-    const auto started = std::chrono::steady_clock::now();
     auto trained = m.train(w, stop);
-    m.last_train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (trained.status().code() == StatusCode::kAborted) break;
     CRUCIBLE_RETURN_IF_ERROR(trained.status());
     Status up = m.upload(*trained, stop);

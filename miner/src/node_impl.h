@@ -52,8 +52,8 @@ struct MinerNode::Impl {
   MinerState state;
   std::uint16_t uid = 0;
   bool show_progress = false;
-  double window_end_s = 0;  // estimated end of the window being trained (Unix seconds)
-  double last_train_s = 0;  // how long the last window's training took (seconds)
+  double window_end_s = 0;  // estimated end of the window being trained (Unix seconds; 0: unknown)
+  double last_train_s = 0;  // how long the last window's train() took, packet sealed (seconds)
 
   Impl(const MinerNodeOptions& options, const chain::PrivateKey& k, protocol::NodeIo i)
       : o(options), key(k), io(std::move(i)), clock(options.protocol) {}
@@ -67,11 +67,11 @@ struct MinerNode::Impl {
   // order; with `wait_for`, wait up to aggregate_wait_s for that window's set,
   // and never past `latest` (Unix seconds; 0: no bound).
   Status catch_up(std::optional<std::uint64_t> wait_for, const std::atomic<bool>& stop, double latest = 0);
-  // The last moment to stop waiting for a set and still train window w and
-  // commit it inside its upload slot: the window's estimated end plus the
-  // slot, less 1.1 times the last window's training time, a second and a
-  // poll (0 while the chain gives no rate).
-  double latest_wait(std::uint64_t w, const std::atomic<bool>& stop);
+  // The last moment to stop waiting for a set and still train the window
+  // and commit it inside its upload slot: window_end_s plus the slot, less
+  // 1.1 times the last window's training time, a second and a poll (0 while
+  // the window's end is unknown).
+  double latest_wait() const;
   Status follow_chain(storage::ObjectStore& lead);
 
   // train.cpp: H inner steps on w's samples, error feedback, a signed packet.

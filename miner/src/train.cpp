@@ -22,7 +22,6 @@ Result<Trained> MinerNode::Impl::train(std::uint64_t w, const std::atomic<bool>&
   const auto L = static_cast<std::uint64_t>(o.model.seq_len);
   CRUCIBLE_ASSIGN_OR_RETURN(auto idx, dataset->assignment(uid, w, o.protocol.samples_per_window, L));
   CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, dataset->tokens(idx, L));
-  window_end_s = estimate_window_end(w, stop);
   const auto n = static_cast<std::int64_t>(o.protocol.samples_per_window);
   if (ranks) CRUCIBLE_RETURN_IF_ERROR(send_window(*ranks, tokens, n).with_context("the other ranks"));
   CRUCIBLE_ASSIGN_OR_RETURN(WindowResult r, loop->train_window(
@@ -37,6 +36,7 @@ Result<Trained> MinerNode::Impl::train(std::uint64_t w, const std::atomic<bool>&
   CRUCIBLE_ASSIGN_OR_RETURN(packet::Packet p, compress(w, r, fp, dataset->digest(idx, L)));
   CRUCIBLE_ASSIGN_OR_RETURN(out.sealed, chain::seal_packet(std::move(p), key));
   out.fingerprint_json = protocol::encode_fingerprint(fp, specs());
+  last_train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - out.started).count();
   state.trained_window = w;
   CRUCIBLE_RETURN_IF_ERROR(commit());
   log::info("trained window",
@@ -88,13 +88,13 @@ double MinerNode::Impl::estimate_window_end(std::uint64_t w, const std::atomic<b
   return head_s + spb * static_cast<double>(clock.blocks_left(w, *head));
 }
 
-double MinerNode::Impl::latest_wait(std::uint64_t w, const std::atomic<bool>& stop) {
-  const double end = estimate_window_end(w, stop);
-  if (end <= 0) return 0;
+double MinerNode::Impl::latest_wait() const {
+  if (window_end_s <= 0) return 0;
   // Training as long as last time (and a tenth more) ends before the slot
   // does, with a second to spare for the slot's opening (block timestamps
   // are whole seconds) and a poll for the commit.
-  return end + o.protocol.upload_slot_s - 1.1 * last_train_s - 1.0 - std::chrono::duration<double>(kPoll).count();
+  return window_end_s + o.protocol.upload_slot_s - 1.1 * last_train_s - 1.0 -
+         std::chrono::duration<double>(kPoll).count();
 }
 
 void MinerNode::Impl::progress(std::uint64_t w, const StepInfo& s) {
