@@ -17,6 +17,7 @@
 
 #include "crucible/common/model_config.h"
 #include "crucible/protocol/options.h"
+#include "crucible/validator/gauntlet.h"
 #include "crucible/validator/state.h"
 #include "e2e/network_base.h"
 #include "swarm.h"
@@ -165,18 +166,18 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
   for (const auto& [u, v] : chain_weights.weights) weighted += v;
   EXPECT_GT(weighted, 0u);
   for (std::uint16_t u : honest_uids_) {
-    const auto rating = nlohmann::json::parse(rating_json(**db, u));
-    EXPECT_GE(rating["evidence"].get<double>(), 0.5) << "training miner uid " << u << ": " << rating;
-    EXPECT_GE(rating["sync"].get<double>(), protocol::Options{}.scoring.admit_sync)
-        << "training miner uid " << u << ": " << rating;
-    // Trust above chance (the accumulated z over 0) pays: a final score.
-    const double z = rating["own_z_sum"].get<double>() / std::sqrt(rating["own_z_norm2"].get<double>());
-    if (z > 0) {
-      EXPECT_GT(rating["final"].get<double>(), 0.0) << "training miner uid " << u << ": " << rating;
+    const std::string rating = rating_json(**db, u);
+    auto score = validator::score_from_json(nlohmann::json::parse(rating));
+    ASSERT_TRUE(score.is_ok()) << score.status();
+    EXPECT_GE(score->evidence, 0.5) << "training miner uid " << u << ": " << rating;
+    EXPECT_GE(score->sync, protocol::Options{}.scoring.admit_sync) << "training miner uid " << u << ": " << rating;
+    // Trust above chance (the accumulated z over trust_z 0) pays: a final score.
+    if (validator::accumulated_own_z(*score) > 0) {
+      EXPECT_GT(score->final_score, 0.0) << "training miner uid " << u << ": " << rating;
     }
     // Printed for the record (the trust note above): weight and accumulated z.
     std::fprintf(stderr, "ScaleTest: training miner uid %u: weight %llu, %s\n", u,
-                 static_cast<unsigned long long>(chain_weights.weights[u]), rating_json(**db, u).c_str());
+                 static_cast<unsigned long long>(chain_weights.weights[u]), rating.c_str());
   }
   for (auto* m : {a.get(), b.get()}) {
     m->signal(SIGTERM);
