@@ -1,5 +1,8 @@
 #include "crucible/common/clock.h"
 
+#include <thread>
+#include <vector>
+
 #include "crucible/common/retry.h"
 
 namespace crucible {
@@ -14,6 +17,13 @@ class SystemClock final : public Clock {
 };
 
 }  // namespace
+
+void Clock::run_threads(std::size_t n, const std::function<void(std::size_t)>& f) {
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (std::size_t i = 0; i < n; ++i) threads.emplace_back(f, i);
+  for (auto& t : threads) t.join();
+}
 
 std::shared_ptr<Clock> system_clock() {
   static const auto clock = std::make_shared<SystemClock>();

@@ -140,10 +140,20 @@ void FakeChain::replace_neuron(std::uint16_t uid, const chain::PrivateKey& key) 
   commitments_.erase(uid);
 }
 
+std::uint64_t FakeChain::now_s_locked() const {
+  if (clock_) return static_cast<std::uint64_t>(clock_->unix_seconds());
+  return static_cast<std::uint64_t>(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+}
+
+void FakeChain::use_clock(std::shared_ptr<Clock> clock) {
+  std::lock_guard lock(mu_);
+  clock_ = std::move(clock);
+}
+
 void FakeChain::mine(std::uint64_t n, std::optional<std::uint64_t> timestamp) {
   std::lock_guard lock(mu_);
-  const auto now = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
+  const std::uint64_t now = now_s_locked();
   for (std::uint64_t i = 0; i < n; ++i) blocks_.push_back({timestamp.value_or(now)});
 }
 
@@ -181,9 +191,7 @@ std::vector<chain::WeightsCommit> FakeChain::commits() const {
 
 // Every transaction lands in a block of its own, as on anvil with automine.
 chain::SentTx FakeChain::tx_locked() {
-  const auto now = static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-  blocks_.push_back({now});
+  blocks_.push_back({now_s_locked()});
   chain::SentTx tx;
   ++txs_;
   tx.receipt.tx_hash[0] = static_cast<std::uint8_t>(txs_);

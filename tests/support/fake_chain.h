@@ -15,6 +15,7 @@
 
 #include "crucible/chain/chain.h"
 #include "crucible/chain/keys.h"
+#include "crucible/common/clock.h"
 
 namespace crucible::testing {
 
@@ -38,6 +39,9 @@ class FakeChain {
   void replace_neuron(std::uint16_t uid, const chain::PrivateKey& key);
   // Mines n empty blocks, stamped with the wall clock (or `timestamp`).
   void mine(std::uint64_t n = 1, std::optional<std::uint64_t> timestamp = std::nullopt);
+  // Blocks from here on are stamped with `clock`'s time, not the system's
+  // (a test's VirtualClock).
+  void use_clock(std::shared_ptr<Clock> clock);
   std::uint64_t head() const;
   void set_commit_reveal(bool on);
   // Blocks per subnet epoch (epoch = block / tempo), and a reveal is taken
@@ -63,6 +67,8 @@ class FakeChain {
   std::uint64_t epoch_locked(std::uint64_t block) const;
 
   mutable std::mutex mu_;
+  std::shared_ptr<Clock> clock_;  // null: the system's
+  std::uint64_t now_s_locked() const;
   std::uint16_t netuid_;
   std::uint64_t chain_id_;
   std::vector<Block> blocks_;

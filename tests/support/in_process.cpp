@@ -71,14 +71,15 @@ storage::StorageOptions file_store(const std::filesystem::path& dir) {
   return o;
 }
 
-protocol::NodeIo local_io(FakeChain& chain, const chain::PrivateKey& key, const std::filesystem::path& store_dir) {
+protocol::NodeIo local_io(FakeChain& chain, const chain::PrivateKey& key, const std::filesystem::path& store_dir,
+                          std::shared_ptr<Clock> clock) {
   protocol::NodeIo io;
   io.chain = chain.as(key);
   auto store = storage::LocalStore::open(store_dir);
   if (!store.is_ok()) throw std::runtime_error("local_io: " + store.status().to_string());
   io.store = std::move(store).value();
   io.open_peer_store = protocol::default_store_opener(local_peers());
-  io.clock = system_clock();
+  io.clock = clock ? std::move(clock) : system_clock();
   return io;
 }
 

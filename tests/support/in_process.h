@@ -27,7 +27,8 @@ storage::PeerPolicy local_peers();
 // [storage] for a file:// store at dir.
 storage::StorageOptions file_store(const std::filesystem::path& dir);
 // The key's view of the fake chain, a LocalStore at store_dir, peers opened
-// from their commitments, the system clock.
-protocol::NodeIo local_io(FakeChain& chain, const chain::PrivateKey& key, const std::filesystem::path& store_dir);
+// from their commitments, `clock` (the system's unless given).
+protocol::NodeIo local_io(FakeChain& chain, const chain::PrivateKey& key, const std::filesystem::path& store_dir,
+                          std::shared_ptr<Clock> clock = nullptr);
 
 }  // namespace crucible::testing

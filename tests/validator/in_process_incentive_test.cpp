@@ -372,7 +372,8 @@ class InProcessIncentive : public testing_network::InProcessNetwork {
     ASSERT_TRUE(honest.is_ok() && lead.is_ok());
     for (std::uint64_t w = w0_; !done.load(); ++w) {
       const std::uint64_t first = (w + 1) * blocks_per_window_;  // w's slot opens
-      while (fake_.head() < first && !done.load()) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      while (fake_.head() < first && clock_->sleep(std::chrono::milliseconds(20), done)) {
+      }
       if (done.load()) return;
       if (w == w0_ + 1) {  // the others have a record: the swarm registers, and plays from the next slot
         for (auto& a : players_)
@@ -421,7 +422,7 @@ TEST_F(InProcessIncentive, ReplaysMutatedCopiesAndFreeRidersEarnNothing) {
   for (std::size_t i = 0; i < miner_keys_.size(); ++i) add_learning_miner(i, kWindows + 1, seed_, 4);
   add_learning_validator(kWindows, seed_);
   std::atomic<bool> done{false};
-  std::thread attackers([&] { play_windows(done); });
+  std::thread attackers([&, t = clock_->counted()] { play_windows(done); });
   run();
   done = true;
   attackers.join();

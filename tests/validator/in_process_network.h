@@ -1,12 +1,15 @@
 // The in-process network's fixture (tests/validator/in_process_network_test.cpp
-// says what it is): a FakeChain whose blocks a thread mines every 250 ms,
-// miners and validators as objects on their own threads, LocalStores on disk.
+// says what it is): a FakeChain whose blocks a thread mines every 250 ms of
+// virtual time (support/virtual_clock.h: time moves only while every node
+// sleeps), miners and validators as objects on their own threads,
+// LocalStores on disk.
 #pragma once
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <functional>
 #include <thread>
@@ -33,6 +36,7 @@
 #include "support/process.h"
 #include "support/scripted_http.h"
 #include "support/temp_dir.h"
+#include "support/virtual_clock.h"
 
 namespace crucible::testing_network {
 
@@ -68,19 +72,19 @@ class InProcessNetwork : public ::testing::Test {
  protected:
   void SetUp() override {
     testing::write_token_dataset(dir_.path() / "data");
+    fake_.use_clock(clock_);
     fake_.add_neuron(validator_key_, 1000, true);
     fake_.add_neuron(follower_key_, 10, true);
     for (const auto& k : miner_keys_) miner_uids_.push_back(fake_.add_neuron(k));
-    blocks_ = std::thread([this] {  // one block every 250 ms
-      while (mining_.load()) {
+    blocks_ = std::thread([this, ticket = clock_->counted()] {  // one block every 250 ms
+      do {
         fake_.mine(1);
-        std::this_thread::sleep_for(std::chrono::milliseconds(250));
-      }
+      } while (clock_->sleep(std::chrono::milliseconds(250), stop_mining_));
     });
     w0_ = fake_.head() / blocks_per_window_ + 1;  // the first whole window ahead
   }
   void TearDown() override {
-    mining_ = false;
+    stop_mining_ = true;
     if (blocks_.joinable()) blocks_.join();
   }
 
@@ -119,7 +123,7 @@ class InProcessNetwork : public ::testing::Test {
     mo.miner.aggregate_wait_s = 1.5;
     mo.miner.max_windows = windows;
     if (tune) tune(mo);
-    auto io = testing::local_io(fake_, miner_keys_[i], dir_.path() / fmt::format("miner{}-store", i));
+    auto io = testing::local_io(fake_, miner_keys_[i], dir_.path() / fmt::format("miner{}-store", i), clock_);
     if (opener) io.open_peer_store = std::move(opener);
     auto node = miner::MinerNode::create(mo, miner_keys_[i], std::move(io));
     ASSERT_TRUE(node.is_ok()) << node.status();
@@ -141,7 +145,7 @@ class InProcessNetwork : public ::testing::Test {
     vo.validator.start_window = static_cast<std::int64_t>(w0_);
     vo.validator.end_window = static_cast<std::int64_t>(w0_ + windows);
     if (tune) tune(vo);
-    auto io = testing::local_io(fake_, key, dir_.path() / (name + "-store"));
+    auto io = testing::local_io(fake_, key, dir_.path() / (name + "-store"), clock_);
     if (opener) io.open_peer_store = std::move(opener);
     auto v = validator::ValidatorNode::create(vo, key, std::move(io));
     ASSERT_TRUE(v.is_ok()) << v.status();
@@ -159,21 +163,22 @@ class InProcessNetwork : public ::testing::Test {
     return store.is_ok() ? std::move(store).value() : nullptr;
   }
 
-  // Runs every node from the start of w0 until each has stopped (120 s at most).
+  // Runs every node from the start of w0 until each has stopped (120 s of
+  // real time at most).
   void run() {
-    while (fake_.head() / blocks_per_window_ < w0_) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::atomic<bool> never{false};
+    while (fake_.head() / blocks_per_window_ < w0_) clock_->sleep(std::chrono::milliseconds(50), never);
     std::atomic<bool> stop{false};
-    std::vector<std::thread> threads;
-    std::vector<Status> results(miners_.size() + 2, Status::ok());
-    for (std::size_t i = 0; i < miners_.size(); ++i)
-      threads.emplace_back([&, i] { results[i] = miners_[i]->run(stop); });
-    if (validator_) threads.emplace_back([&] { results[miners_.size()] = validator_->run(stop); });
-    if (follower_) threads.emplace_back([&] { results.back() = follower_->run(stop); });
+    std::vector<std::function<Status()>> nodes;
+    for (auto& m : miners_) nodes.push_back([&] { return m->run(stop); });
+    if (validator_) nodes.push_back([&] { return validator_->run(stop); });
+    if (follower_) nodes.push_back([&] { return follower_->run(stop); });
+    std::vector<Status> results(nodes.size(), Status::ok());
     std::thread watchdog([&] {  // never hang the suite
       for (int i = 0; i < 1200 && !stop.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
       stop = true;
     });
-    for (auto& t : threads) t.join();
+    clock_->run_threads(nodes.size(), [&](std::size_t i) { results[i] = nodes[i](); });
     const bool timed_out = stop.exchange(true);
     watchdog.join();
     ASSERT_FALSE(timed_out) << "the nodes did not finish within 120 s";
@@ -265,6 +270,10 @@ class InProcessNetwork : public ::testing::Test {
 
   std::uint64_t blocks_per_window_ = kBlocksPerWindow;  // a suite may set it before SetUp
   testing::TempDir dir_;
+  // Virtual time from the wall clock's second (the genesis block's stamp);
+  // the test's own thread is counted until run() waits for the nodes.
+  std::shared_ptr<testing::VirtualClock> clock_ = testing::VirtualClock::create(std::floor(unix_seconds()));
+  Clock::Ticket setting_up_ = clock_->counted();
   std::filesystem::path data_dir_ = dir_.path() / "data";
   model::ModelConfig model_ = testing::tiny_model();
   testing::FakeChain fake_;
@@ -272,7 +281,7 @@ class InProcessNetwork : public ::testing::Test {
   chain::PrivateKey follower_key_ = testing::test_key(503);
   std::vector<chain::PrivateKey> miner_keys_{testing::test_key(501), testing::test_key(502)};
   std::vector<std::uint16_t> miner_uids_;
-  std::atomic<bool> mining_{true};
+  std::atomic<bool> stop_mining_{false};
   std::thread blocks_;
   std::uint64_t w0_ = 0;
   std::vector<std::unique_ptr<miner::MinerNode>> miners_;

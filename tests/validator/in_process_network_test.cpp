@@ -2,8 +2,10 @@
 // and the validator as objects, each on its own thread, sharing a FakeChain
 // whose blocks the test mines, with LocalStores on disk. The miners train
 // and upload inside their slots; the validator gathers, evaluates, fixes the
-// sets and advances its model; the miners apply the lead's sets. Seconds,
-// not minutes, and no binaries.
+// sets and advances its model; the miners apply the lead's sets. On virtual
+// time (support/virtual_clock.h): a 3-s window takes as long as its nodes
+// compute, and a run's scores are the same on a loaded machine as on an
+// idle one. Seconds, not minutes, and no binaries.
 #include "validator/in_process_network.h"
 
 namespace crucible {

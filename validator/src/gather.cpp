@@ -203,9 +203,7 @@ std::vector<Upload> run_bounded(std::size_t n, std::size_t parallel, Clock& cloc
       out[i] = clock.unix_seconds() < deadline ? check(i) : late(i);
     }
   };
-  std::vector<std::thread> threads;
-  for (std::size_t t = 0; t < std::min(parallel, n); ++t) threads.emplace_back(worker);
-  for (auto& t : threads) t.join();
+  clock.run_threads(std::min(parallel, n), [&](std::size_t) { worker(); });
   return out;
 }
 

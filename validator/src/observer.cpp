@@ -18,7 +18,6 @@ Observer::Observer(ObserverOptions options, std::shared_ptr<Clock> clock) : o_(o
 
 Observer::~Observer() {
   stop_ = true;
-  cv_.notify_all();
   for (auto& t : threads_) t.join();
 }
 
@@ -35,19 +34,16 @@ void Observer::watch(std::uint64_t first, std::uint64_t last, std::vector<Watche
   std::erase_if(busy_, [&](const auto& kv) { return kv.first < first; });
   for (const auto& [uid, store] : stores_)
     for (std::uint64_t w = first; w <= last; ++w) entries_.try_emplace(Key{uid, w});
-  cv_.notify_all();
 }
 
 void Observer::schedule(std::uint64_t window, double from_s, double until_s) {
   std::lock_guard lk(mu_);
   busy_[window] = {from_s, until_s};
-  cv_.notify_all();
 }
 
 void Observer::follow(const ChainTime& t) {
   std::lock_guard lk(mu_);
   chain_time_ = t;
-  cv_.notify_all();
 }
 
 // The windows watched reach the one after the window under way at
@@ -91,7 +87,7 @@ double Observer::interval_of(std::uint64_t window, double now) const {
 
 void Observer::start() {
   for (std::uint32_t i = 0; i < std::max<std::uint32_t>(1, o_.parallelism); ++i)
-    threads_.emplace_back([this] { loop(); });
+    threads_.emplace_back([this, ticket = clock_->counted()] { loop(); });
 }
 
 std::vector<std::pair<Observer::Key, std::shared_ptr<storage::ObjectStore>>> Observer::due(double now, Pick pick) {
@@ -128,12 +124,12 @@ void Observer::loop() {
   while (!stop_.load()) {
     std::vector<std::pair<Key, std::shared_ptr<storage::ObjectStore>>> next;
     {
-      std::unique_lock lk(mu_);
+      std::lock_guard lk(mu_);
       next = due(clock_->unix_seconds(), Pick::kMostOverdue);
-      if (next.empty()) {
-        cv_.wait_for(lk, std::chrono::milliseconds(20));
-        continue;
-      }
+    }
+    if (next.empty()) {  // look again in 20 ms of the node's clock (a test's virtual time moves meanwhile)
+      clock_->sleep(std::chrono::milliseconds(20), stop_);
+      continue;
     }
     poll(next[0].first, next[0].second);
   }

@@ -12,7 +12,6 @@
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -131,7 +130,6 @@ class Observer {
   ObserverOptions o_;
   std::shared_ptr<Clock> clock_;
   mutable std::mutex mu_;
-  std::condition_variable cv_;
   std::uint64_t first_ = 0, last_ = 0;
   std::uint64_t told_last_ = 0;  // the last window watch() named (extend() goes at most 8 past it)
   bool watching_ = false;
