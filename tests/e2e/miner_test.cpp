@@ -1,6 +1,8 @@
 // The miner node end to end: the real crucible-miner binary against a local
-// chain (anvil + stand-ins) and local stores, for two windows; the test
-// plays the lead validator by publishing the first window's aggregation set.
+// chain (anvil + stand-ins) and local stores, for what needs a process:
+// SIGTERM and SIGKILL, two ranks, a second copy of a key, refusals at start.
+// (Two windows of training and the lead's set: the in-process
+// InProcessNetwork.TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -127,76 +129,6 @@ progress = "off"
 // Refusals at start: the binaries exit before any window, so these run in
 // the parallel tier (tests/CMakeLists.txt), not alone.
 class NodeStartTest : public MinerNodeTest {};
-
-TEST_F(MinerNodeTest, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate) {
-  auto miner_store = storage::LocalStore::open(dir_.path() / "miner-store");
-  ASSERT_TRUE(miner_store.is_ok());
-  testing::Child miner(miner_argv("--set miner.max_windows=2"), {{"CRUCIBLE_WALLET_PASSWORD", "pw"}});
-  std::string out = miner.read_until("uploaded gradient", 120'000);
-  ASSERT_THAT(out, HasSubstr("uploaded gradient")) << out;
-  auto first = uploaded_windows();
-  ASSERT_EQ(first.size(), 1u);
-  const std::uint64_t w0 = first[0];
-
-  // Play the lead validator: the set of window w0 is this miner's packet alone.
-  auto packet0 = (*miner_store)->get(keys::gradient(w0), 1 << 30);
-  ASSERT_TRUE(packet0.is_ok());
-  auto opened0 = chain::open_packet(packet0->data);
-  ASSERT_TRUE(opened0.is_ok()) << opened0.status();
-  protocol::AggregationSet set{w0, std::nullopt, {miner_uid_}, {opened0->digest}};
-  ASSERT_TRUE(protocol::store_set_packets(set, {packet0->data}, *lead_store_).is_ok());  // the lead's copy
-  ASSERT_TRUE(lead_store_->put(keys::aggregate(w0), as_bytes(protocol::encode_set(set))).is_ok());
-
-  EXPECT_EQ(miner.wait(120'000), 0);
-  out = miner.read_until("miner stopped", 5'000);
-  EXPECT_THAT(out, HasSubstr("applied aggregate"));
-
-  auto windows = uploaded_windows();
-  ASSERT_EQ(windows.size(), 2u) << out;
-  auto dataset = data::Dataset::open(data_);
-  ASSERT_TRUE(dataset.is_ok());
-  std::int64_t params = 0;
-  std::vector<chain::Hash32> model_digests;
-  for (std::uint64_t w : windows) {
-    auto fetched = (*miner_store)->get(keys::gradient(w), 1 << 30);
-    ASSERT_TRUE(fetched.is_ok());
-    auto opened = chain::open_packet(fetched->data);
-    ASSERT_TRUE(opened.is_ok()) << opened.status();
-    EXPECT_EQ(opened->signer, miner_key_.address());
-    EXPECT_EQ(opened->packet.window, w);
-    EXPECT_EQ(opened->packet.uid, miner_uid_);
-    params = 0;
-    std::vector<protocol::TensorSpec> specs;
-    for (const auto& t : opened->packet.tensors) {
-      specs.push_back({t.name, t.shape});
-      params += specs.back().numel();
-    }
-    EXPECT_EQ(specs.front().name, "model.embed_tokens.weight");
-    EXPECT_TRUE(protocol::decode_update(opened->packet, specs).is_ok());
-    std::cout << "window " << w << ": " << fetched->data.size() << " bytes for " << params << " parameters\n";
-    // The size budget: at most 0.03 bytes per parameter per window.
-    EXPECT_LE(static_cast<double>(fetched->data.size()) / static_cast<double>(params), 0.03)
-        << fetched->data.size() << " bytes for " << params << " parameters";
-    // The sample digest is what a validator recomputes from the assignment.
-    auto idx = assign_samples(miner_uid_, w, dataset->num_samples(128), kSamples);
-    std::vector<std::uint64_t> ids;
-    for (auto i : *idx) ids.push_back(dataset->sample_id(i, 128));
-    EXPECT_EQ(opened->packet.sample_digest, data::sample_digest(ids));
-    model_digests.push_back(opened->packet.model_digest);
-    EXPECT_TRUE(fs::exists(dir_.path() / "miner-store" / keys::fingerprint(w)));
-    EXPECT_EQ(opened->packet.global_step, w == windows[0] ? 0u : 1u);
-  }
-  EXPECT_NE(model_digests[0], model_digests[1]);  // the second window started from the updated model
-
-  // The persisted state says so too.
-  std::ifstream current(dir_.path() / "miner-state/CURRENT");
-  std::string gen;
-  current >> gen;
-  auto state = nlohmann::json::parse(std::ifstream(dir_.path() / "miner-state" / gen / "state.json"));
-  EXPECT_EQ(state["global_step"], 1);
-  EXPECT_EQ(state["applied_window"], w0);
-  EXPECT_EQ(state["uploaded_window"], windows[1]);
-}
 
 // A miner of two ranks (issue #27): `--ranks 2` launches a worker that
 // trains half of every micro-batch, each rank holding half of AdamW's

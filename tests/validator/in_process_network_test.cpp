@@ -8,6 +8,11 @@
 // idle one. Seconds, not minutes, and no binaries.
 #include "validator/in_process_network.h"
 
+#include "crucible/common/dataset.h"
+#include "crucible/common/model_config.h"
+#include "crucible/common/sampler.h"
+#include "crucible/protocol/update.h"
+
 namespace crucible {
 namespace {
 
@@ -218,6 +223,88 @@ TEST_F(InProcessNetwork, AMinerOfTwoRanksUploadsWhatTheValidatorAccepts) {
   rank1.join();
   EXPECT_TRUE(worker.is_ok()) << worker;
   expect_every_miner_valid_and_in_the_first_set(2);
+}
+
+// One miner on `tiny` (the real preset, ~1M parameters) for two windows;
+// the test plays the lead, publishing the first window's set (the miner's
+// packet alone) once it is uploaded. Both packets are signed by the miner's
+// key for its uid and window, within the size budget, with the sample
+// digest a validator recomputes; the second starts from the model the set
+// made, and the state folder says so. (Was the e2e MinerNodeTest of the
+// same name; the binary's start, keystore and config files are exercised by
+// every e2e network.)
+TEST_F(InProcessNetwork, TrainsTwoWindowsUploadsSignedPacketsAndAppliesTheAggregate) {
+  constexpr std::uint32_t kSamples = 16;
+  auto tiny = model::load_model_config(std::string(CRUCIBLE_SOURCE_DIR) + "/configs/models/tiny.toml");
+  ASSERT_TRUE(tiny.is_ok()) << tiny.status();
+  model_ = *tiny;
+  data_dir_ = testing::prepare_brown(dir_.path() / "brown");
+  auto lead = lead_store();
+  ASSERT_NE(lead, nullptr);
+  add_miner(0, 2, nullptr, [&](miner::MinerNodeOptions& mo) {
+    mo.protocol.samples_per_window = kSamples;
+    mo.miner.inner_steps = 3;
+    mo.miner.micro_batch = 4;
+    mo.miner.aggregate_wait_s = 8.0;
+  });
+  auto own = storage::LocalStore::open(dir_.path() / "miner0-store");
+  ASSERT_TRUE(own.is_ok());
+  std::atomic<bool> done{false};
+  std::thread play_lead([&, t = clock_->counted()] {  // the set of w0, as soon as w0's packet is there
+    while (!(*own)->head(protocol::keys::gradient(w0_)).is_ok() &&
+           clock_->sleep(std::chrono::milliseconds(100), done)) {
+    }
+    auto packet = (*own)->get(protocol::keys::gradient(w0_), 1 << 30);
+    if (!packet.is_ok()) return;
+    auto opened = chain::open_packet(packet->data);
+    ASSERT_TRUE(opened.is_ok()) << opened.status();
+    protocol::AggregationSet set{w0_, std::nullopt, {miner_uids_[0]}, {opened->digest}};
+    ASSERT_TRUE(protocol::store_set_packets(set, {packet->data}, *lead).is_ok());
+    ASSERT_TRUE(lead->put(protocol::keys::aggregate(w0_), as_bytes(protocol::encode_set(set))).is_ok());
+  });
+  run();
+  done = true;
+  play_lead.join();
+
+  auto dataset = data::Dataset::open(data_dir_.string());
+  ASSERT_TRUE(dataset.is_ok());
+  std::vector<chain::Hash32> model_digests;
+  for (std::uint64_t w : {w0_, w0_ + 1}) {
+    auto fetched = (*own)->get(protocol::keys::gradient(w), 1 << 30);
+    ASSERT_TRUE(fetched.is_ok()) << "window " << w << ": " << fetched.status();
+    auto opened = chain::open_packet(fetched->data);
+    ASSERT_TRUE(opened.is_ok()) << opened.status();
+    EXPECT_EQ(opened->signer, miner_keys_[0].address());
+    EXPECT_EQ(opened->packet.window, w);
+    EXPECT_EQ(opened->packet.uid, miner_uids_[0]);
+    std::vector<protocol::TensorSpec> specs;
+    std::int64_t params = 0;
+    for (const auto& t : opened->packet.tensors) {
+      specs.push_back({t.name, t.shape});
+      params += specs.back().numel();
+    }
+    EXPECT_EQ(params, model_.num_parameters());
+    EXPECT_EQ(specs.front().name, "model.embed_tokens.weight");
+    EXPECT_TRUE(protocol::decode_update(opened->packet, specs).is_ok());
+    // The size budget: at most 0.03 bytes per parameter per window.
+    EXPECT_LE(static_cast<double>(fetched->data.size()) / static_cast<double>(params), 0.03)
+        << fetched->data.size() << " bytes for " << params << " parameters";
+    // The sample digest is what a validator recomputes from the assignment.
+    auto idx = assign_samples(miner_uids_[0], w, dataset->num_samples(model_.seq_len), kSamples);
+    ASSERT_TRUE(idx.is_ok());
+    std::vector<std::uint64_t> ids;
+    for (auto i : *idx) ids.push_back(dataset->sample_id(i, model_.seq_len));
+    EXPECT_EQ(opened->packet.sample_digest, data::sample_digest(ids));
+    EXPECT_TRUE((*own)->head(protocol::keys::fingerprint(w)).is_ok()) << "window " << w;
+    EXPECT_EQ(opened->packet.global_step, w == w0_ ? 0u : 1u);
+    model_digests.push_back(opened->packet.model_digest);
+  }
+  EXPECT_NE(model_digests[0], model_digests[1]);  // the second window started from the updated model
+  miners_.clear();
+  const miner::MinerState st = miner_state(0);
+  EXPECT_EQ(st.chain.global_step, 1u);
+  EXPECT_EQ(st.chain.window, std::optional<std::uint64_t>(w0_));
+  EXPECT_EQ(st.uploaded_window, std::optional<std::uint64_t>(w0_ + 1));
 }
 
 // A set nobody can apply: miner 0 and a second validator see every peer's
