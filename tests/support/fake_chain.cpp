@@ -1,7 +1,6 @@
 #include "support/fake_chain.h"
 
 #include <atomic>
-#include <chrono>
 
 #include "crucible/chain/keccak.h"
 
@@ -140,11 +139,7 @@ void FakeChain::replace_neuron(std::uint16_t uid, const chain::PrivateKey& key) 
   commitments_.erase(uid);
 }
 
-std::uint64_t FakeChain::now_s_locked() const {
-  if (clock_) return static_cast<std::uint64_t>(clock_->unix_seconds());
-  return static_cast<std::uint64_t>(
-      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
-}
+std::uint64_t FakeChain::now_s_locked() const { return static_cast<std::uint64_t>(clock_->unix_seconds()); }
 
 void FakeChain::use_clock(std::shared_ptr<Clock> clock) {
   std::lock_guard lock(mu_);

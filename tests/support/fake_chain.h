@@ -67,7 +67,7 @@ class FakeChain {
   std::uint64_t epoch_locked(std::uint64_t block) const;
 
   mutable std::mutex mu_;
-  std::shared_ptr<Clock> clock_;  // null: the system's
+  std::shared_ptr<Clock> clock_ = system_clock();  // stamps blocks (use_clock)
   std::uint64_t now_s_locked() const;
   std::uint16_t netuid_;
   std::uint64_t chain_id_;

@@ -1,6 +1,4 @@
 #include "support/virtual_clock.h"
-#include <thread>
-#include <vector>
 
 namespace crucible::testing {
 
@@ -67,19 +65,14 @@ void VirtualClock::run_threads(std::size_t n, const std::function<void(std::size
     std::lock_guard lk(mu_);
     counted_ += static_cast<std::int64_t>(n);
     ++waiting_;
-    advance_locked();
   }
-  std::vector<std::thread> threads;
-  threads.reserve(n);
-  for (std::size_t i = 0; i < n; ++i)
-    threads.emplace_back([&, i] {
-      f(i);
-      std::lock_guard lk(mu_);
-      --counted_;
-      if (--running == 0) --waiting_;  // the caller works again from this instant
-      advance_locked();
-    });
-  for (auto& t : threads) t.join();
+  Clock::run_threads(n, [&](std::size_t i) {
+    f(i);
+    std::lock_guard lk(mu_);
+    --counted_;
+    if (--running == 0) --waiting_;  // the caller works again from this instant
+    advance_locked();
+  });
 }
 
 }  // namespace crucible::testing
