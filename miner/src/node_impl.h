@@ -33,7 +33,7 @@ struct Trained {
   std::uint64_t window = 0;
   Bytes sealed;
   std::string fingerprint_json;
-  std::chrono::steady_clock::time_point started;
+  double started_s = 0;  // when train() began, on the node's clock (Unix seconds)
 };
 
 struct MinerNode::Impl {

@@ -16,7 +16,7 @@ namespace crucible::miner {
 Result<Trained> MinerNode::Impl::train(std::uint64_t w, const std::atomic<bool>& stop) {
   Trained out;
   out.window = w;
-  out.started = std::chrono::steady_clock::now();
+  out.started_s = io.clock->unix_seconds();
   protocol::Fingerprint fp{w, uid, state.chain.basis,
                            replica->values_at(protocol::fingerprint_positions(state.chain.basis, uid, specs()))};
   const auto L = static_cast<std::uint64_t>(o.model.seq_len);
@@ -36,7 +36,7 @@ Result<Trained> MinerNode::Impl::train(std::uint64_t w, const std::atomic<bool>&
   CRUCIBLE_ASSIGN_OR_RETURN(packet::Packet p, compress(w, r, fp, dataset->digest(idx, L)));
   CRUCIBLE_ASSIGN_OR_RETURN(out.sealed, chain::seal_packet(std::move(p), key));
   out.fingerprint_json = protocol::encode_fingerprint(fp, specs());
-  last_train_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - out.started).count();
+  last_train_s = io.clock->unix_seconds() - out.started_s;
   state.trained_window = w;
   CRUCIBLE_RETURN_IF_ERROR(commit());
   log::info("trained window",

@@ -28,7 +28,7 @@ Status MinerNode::Impl::upload(const Trained& t, const std::atomic<bool>& stop) 
   if (!slot.open_for_upload(io.clock->unix_seconds())) {
     metrics::global().add(metrics::Counter::kUploads, 1, {{"result", "late"}});
     const double now = io.clock->unix_seconds();
-    const double trained_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t.started).count();
+    const double trained_s = now - t.started_s;
     log::warn(
         "missed the upload slot; the update stays in error feedback. Training must end within the window: "
         "fewer miner.inner_steps, a smaller micro_batch, or a GPU",
@@ -61,7 +61,7 @@ Status MinerNode::Impl::upload(const Trained& t, const std::atomic<bool>& stop) 
   metrics::global().set(metrics::Gauge::kLastUploadWindow, static_cast<double>(w));
   state.uploaded_window = w;
   CRUCIBLE_RETURN_IF_ERROR(commit());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t.started).count();
+  const double seconds = io.clock->unix_seconds() - t.started_s;
   log::info("uploaded gradient",
             {{"window", w}, {"key", keys::gradient(w)}, {"bytes", t.sealed.size()}, {"seconds", seconds}});
   metrics::global().observe(metrics::Histogram::kWindowDurationSeconds, seconds, {{"role", "miner"}});
