@@ -54,6 +54,14 @@ std::map<std::uint64_t, double> window_seconds(const std::string& log) {
   return out;
 }
 
+// The validator's "window done" line of window w (its steps' seconds), for
+// a failure's message.
+std::string window_done_line(const std::string& log, std::uint64_t w) {
+  const std::string key = fmt::format("window done window={} ", w);
+  const auto at = log.find(key);
+  return at == std::string::npos ? std::string("(no line)") : log.substr(at, log.find('\n', at) - at);
+}
+
 TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsItsLength) {
   swarm::SwarmOptions so;
   so.dir = dir_.path() / "swarm";
@@ -120,7 +128,9 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
   // Every window inside its length (12 one-second blocks).
   const auto seconds = window_seconds(log);
   EXPECT_EQ(seconds.size(), static_cast<std::size_t>(kWindows)) << log;
-  for (const auto& [w, s] : seconds) EXPECT_LT(s, blocks_per_window_) << "window " << w;
+  for (const auto& [w, s] : seconds) {
+    EXPECT_LT(s, blocks_per_window_) << "window " << w << ": " << window_done_line(log, w);
+  }
   // Every upload of every window valid: 30 from the swarm, 2 from the miners.
   const std::regex valid_line(R"(window done window=(\d+) uploads_valid=(\d+))");
   for (auto it = std::sregex_iterator(log.begin(), log.end(), valid_line); it != std::sregex_iterator(); ++it) {
