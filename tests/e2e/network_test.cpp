@@ -34,12 +34,12 @@ class NetworkTest : public NetworkBase {
     // miners in sync with the validator took every step at its rate.
     protocol_extra_ = "outer_lr_late = 0.35\nouter_lr_late_from = 1";
     // Ten-second windows, not eight: a window must hold the slot's skew, the
-    // reveal, the validator's evaluation of eight uploads (about 4 s under
-    // ctest -j2 on two cores) and then the honest miners' training before
-    // the next slot closes. With eight, a set published late under load
-    // left a miner training on the model before it (the bound on its wait);
-    // a model on another basis measures the sync cap (protocol.md §7), and
-    // in the last window that zeroed an honest miner's final score.
+    // reveal, the validator's evaluation of eight uploads (up to 4.1 s
+    // measured, this test alone on two cores) and then the honest miners'
+    // training before the next slot closes. With eight, a late set left a
+    // miner training on the model before it (the bound on its wait); a
+    // model on another basis measures the sync cap (protocol.md §7), and in
+    // the last window that zeroed an honest miner's final score.
     blocks_per_window_ = 10;
     start_network();
     add_bad_miners();
