@@ -228,6 +228,8 @@ netuid = {}
 data_dir = "{}"
 state_dir = "{}/validator-state"
 eval_per_window = {}
+# every chosen uid evaluated: the benchmark measures what eval_per_window costs
+eval_window_share = 0
 weights_every = 2
 threads = 2
 start_window = {}

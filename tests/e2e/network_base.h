@@ -206,6 +206,7 @@ data_dir = "{}"
 state_dir = "{}"
 eval_per_window = 20
 eval_batches = {}
+eval_window_share = {}
 eval_lr_factor = 1.0
 weights_every = 2
 checkpoint_every = 2
@@ -217,7 +218,7 @@ observe_interval_s = 0.25
 port = {}
 )",
                                (dir_.path() / (name + "-store")).string(), data_,
-                               (dir_.path() / (name + "-state")).string(), eval_batches_,
+                               (dir_.path() / (name + "-state")).string(), eval_batches_, eval_window_share_,
                                extra.empty() ? fmt::format("max_windows = {}", kValidatorWindows) : extra, api_port_));
     const fs::path key_path = dir_.path() / (name + ".key");
     std::string key = fs::exists(key_path) ? key_path.string()
@@ -362,6 +363,11 @@ port = {}
   // its gain on random ones, and the own-data z test (protocol.md §6)
   // cannot see that on four samples (docs/reliability.md).
   std::uint32_t eval_batches_ = kSamples;
+  // Of the validators start_validator starts: no bound on the time for
+  // evaluations, so that a test that judges scores sees every upload
+  // evaluated every window however slow the machine; ScaleTest runs with
+  // the operators' default.
+  double eval_window_share_ = 0;
   std::string protocol_extra_;  // more [protocol] lines of the network config
   std::optional<data::Dataset> dataset_;
   chain::PrivateKey validator_key_ = *chain::PrivateKey::generate();

@@ -6,7 +6,10 @@
 // miner does). Every upload of every window must pass every check, every uid
 // be evaluated in turn, weights be posted, the training miners' updates be
 // valued near the best, no window take the validator longer than the
-// window, and nothing be left running.
+// window, and nothing be left running. The validator evaluates up to 20 a
+// window, as many as start in the first half of the window (its default
+// eval_window_share): a slower machine evaluates fewer a window, and still
+// ends each window in its time.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -19,6 +22,7 @@
 #include "crucible/protocol/options.h"
 #include "crucible/validator/gauntlet.h"
 #include "crucible/validator/state.h"
+#include "crucible/validator/validator_options.h"
 #include "e2e/network_base.h"
 #include "swarm.h"
 
@@ -29,13 +33,14 @@ using e2e::NetworkBase;
 using ::testing::HasSubstr;
 
 constexpr int kSwarm = 30;
-constexpr int kWindows = 6;  // 20 of 32 evaluated a window: every uid twice or more
+constexpr int kWindows = 6;  // up to 20 of 32 evaluated a window: every uid in turn
 
 class ScaleTest : public NetworkBase {
  protected:
   void SetUp() override {
     blocks_per_window_ = 12;
-    eval_batches_ = 8;  // the validator's evaluations at half the samples: 20 of them fit a window
+    eval_batches_ = 8;  // the validator's evaluations at half the samples
+    eval_window_share_ = validator::ValidatorOptions{}.eval_window_share;  // the default: half the window
     // Two or three half-size evaluations a uid cannot lift an honest
     // accumulated own-data z over the default bar of 2 (see below): any z
     // above chance counts as trust here, as in AttackTest.
@@ -130,6 +135,7 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
   EXPECT_EQ(seconds.size(), static_cast<std::size_t>(kWindows)) << log;
   for (const auto& [w, s] : seconds) {
     EXPECT_LT(s, blocks_per_window_) << "window " << w << ": " << window_done_line(log, w);
+    std::fprintf(stderr, "ScaleTest: %s\n", window_done_line(log, w).c_str());  // evaluations and steps, for the record
   }
   // Every upload of every window valid: 30 from the swarm, 2 from the miners.
   const std::regex valid_line(R"(window done window=(\d+) uploads_valid=(\d+))");
@@ -149,16 +155,25 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
     }
   }
 
-  // Every uid evaluated in turn (20 of 32 a window: each within two or three
-  // windows).
+  // Every uid evaluated in turn: each at least once, and none fewer times
+  // than a fair share less one (at 20 a window, each two or three times; at
+  // the 9 or 10 a window a slow machine fits in half its windows, once or
+  // twice).
   auto db = storage::StateStore::open((dir_.path() / "validator-state/db").string());
   ASSERT_TRUE(db.is_ok()) << db.status();
   std::vector<std::uint16_t> all = swarm_uids;
   all.insert(all.end(), honest_uids_.begin(), honest_uids_.end());
+  std::map<std::uint16_t, int> evaluations;
+  int total = 0;
   for (std::uint16_t u : all) {
     auto v = (*db)->get(storage::Family::kRatings, validator::rating_key(u));
     ASSERT_TRUE(v.is_ok() && v->has_value()) << "uid " << u << " was never scored";
-    EXPECT_GE(nlohmann::json::parse(**v)["evaluations"].get<int>(), 2) << "uid " << u;
+    evaluations[u] = nlohmann::json::parse(**v)["evaluations"].get<int>();
+    total += evaluations[u];
+  }
+  const int fair = total / static_cast<int>(all.size());
+  for (const auto& [u, n] : evaluations) {
+    EXPECT_GE(n, std::max(1, fair - 1)) << "uid " << u << " (" << total << " evaluations in all)";
   }
   // Weights posted, and both training miners' updates are valued at or near
   // the window's best (evidence), made on the network's model (sync: they
@@ -181,8 +196,9 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
     ASSERT_TRUE(score.is_ok()) << score.status();
     EXPECT_GE(score->evidence, 0.5) << "training miner uid " << u << ": " << rating;
     EXPECT_GE(score->sync, protocol::Options{}.scoring.admit_sync) << "training miner uid " << u << ": " << rating;
-    // Trust above chance (the accumulated z over trust_z 0) pays: a final score.
-    if (validator::accumulated_own_z(*score) > 0) {
+    // Trust above chance (the accumulated z over trust_z 0) pays: a final
+    // score, once the uid has its min_evaluations (2 here).
+    if (score->evaluations >= 2 && validator::accumulated_own_z(*score) > 0) {
       EXPECT_GT(score->final_score, 0.0) << "training miner uid " << u << ": " << rating;
     }
     // Printed for the record (the trust note above): weight and accumulated z.

@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -502,7 +503,50 @@ TEST(Gauntlet, ASwarmOfNewcomersTakesAtMostItsShareOfEvaluations) {
   // With slots to spare, newcomers fill them.
   EXPECT_EQ(choose_for_evaluation({1, 100, 101, 102}, s, 10, 1, 7).size(), 4u);
   // Every newcomer gets evaluated first when there is room: a fresh network.
-  EXPECT_EQ(choose_for_evaluation({100, 101}, {}, 20, 4, 7), (std::vector<std::uint16_t>{100, 101}));
+  auto fresh_network = choose_for_evaluation({100, 101}, {}, 20, 4, 7);
+  std::sort(fresh_network.begin(), fresh_network.end());
+  EXPECT_EQ(fresh_network, (std::vector<std::uint16_t>{100, 101}));
+}
+
+// A validator whose windows leave time for fewer evaluations than it chose
+// (validator.eval_window_share: the evaluate step stops at its deadline)
+// evaluates the first of the choice, which comes the most urgent first.
+// 32 uids, 20 chosen a window, only 8 evaluated: every uid is still
+// evaluated in turn, at most ceil(32 / 8) + 2 windows apart, and the count
+// of any two uids' evaluations never differs by more than two.
+TEST(Gauntlet, CutShortEveryUidIsStillEvaluatedInTurn) {
+  constexpr std::uint16_t kUids = 32;
+  constexpr std::size_t kChosen = 20, kDone = 8;
+  constexpr std::uint64_t kBound = (kUids + kDone - 1) / kDone + 2;
+  ScoringParams p;
+  std::map<std::uint16_t, MinerScore> scores;
+  std::vector<std::uint16_t> all(kUids);
+  std::map<std::uint16_t, std::uint64_t> since, count;
+  for (std::uint16_t u = 0; u < kUids; ++u) all[u] = u, since[u] = 0;
+  std::uint64_t longest = 0;
+  for (std::uint64_t w = 1; w <= 60; ++w) {
+    auto chosen = choose_for_evaluation(all, scores, kChosen, 4, 0xc0ffee ^ w);
+    ASSERT_EQ(chosen.size(), kChosen);
+    chosen.resize(kDone);  // the deadline
+    WindowInput in;
+    in.window = w;
+    in.candidates = in.uploaded = all;
+    for (std::uint16_t u : chosen) {
+      in.evaluations.push_back(Evaluation{u, true, "", 5.0, 4.99, 5.0, 4.995});
+      longest = std::max(longest, w - since[u]);
+      EXPECT_LE(w - since[u], kBound) << "uid " << u << " waited to window " << w;
+      since[u] = w;
+      ++count[u];
+    }
+    score_window(scores, in, p);
+    if (w >= kBound) {
+      std::uint64_t least = UINT64_MAX, most = 0;
+      for (std::uint16_t u = 0; u < kUids; ++u) least = std::min(least, count[u]), most = std::max(most, count[u]);
+      EXPECT_GE(least, 1u) << "window " << w;
+      EXPECT_LE(most - least, 2u) << "window " << w;
+    }
+  }
+  EXPECT_GE(longest, kUids / kDone);  // not vacuous: 32 uids at 8 a window take 4 windows
 }
 
 // A full subnet (256 miners, every upload valid) and 20 evaluations per

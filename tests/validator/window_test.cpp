@@ -58,6 +58,18 @@ class SteppedClock final : public Clock {
   std::atomic<double> now{0};
 };
 
+// A clock each read of which is a second later than the last: a deadline
+// falls between two of the evaluate step's reads, as on a slow machine,
+// with nothing in the test timed.
+class TickingClock final : public Clock {
+ public:
+  double unix_seconds() override { return now += 1.0; }
+  bool sleep(std::chrono::milliseconds d, const std::atomic<bool>& stop) override {
+    return sleep_unless_stopped(d, stop);
+  }
+  double now = 0;
+};
+
 struct Miner {
   chain::PrivateKey key;
   std::uint16_t uid = 0;
@@ -1273,6 +1285,66 @@ TEST_F(ValidatorInProcess, ScalingAnUpdateChangesNothingItIsScoredOn) {
       EXPECT_LT(norm_fit(e, sp), 0.2);
     }
   }
+}
+
+// validator.eval_window_share (issue #26): on a machine too slow for the
+// window's choice, the evaluate step starts no evaluation after its
+// deadline. It evaluates the first of the choice, the most urgent first;
+// the uids left wait longer, and go first in the next window.
+TEST_F(ValidatorInProcess, EvaluationsStopAtTheDeadlineAndTheUidsLeftGoFirstNextWindow) {
+  auto p = parts();
+  WindowContext cx = context(*p);
+  const std::uint64_t w = 3;
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+  const double in_slot = slot_start_of(w) + 1;
+  ValidatorState st;
+  std::vector<std::uint16_t> uids;
+  for (std::uint64_t seed = 1; seed <= 5; ++seed) {
+    Miner& m = add_miner();
+    upload(m, w, honest_packet(m, w, 0.01f, seed), in_slot);
+    st.scores[m.uid].evaluations = 1;  // a record, last evaluated a window ago
+    st.scores[m.uid].waiting = 1;
+    uids.push_back(m.uid);
+  }
+  auto uploads = gather_once(w, cx);
+  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
+  const auto chosen = choose_for_evaluation(uids, st.scores, o_.validator.eval_per_window, o_.validator.eval_newcomers,
+                                            window_seed(cx.private_seed, w));
+  ASSERT_EQ(chosen.size(), 5u);
+
+  // Without a deadline: all five.
+  auto unbounded = evaluate(w, *uploads, st, cx);
+  ASSERT_TRUE(unbounded.is_ok()) << unbounded.status();
+  EXPECT_EQ(unbounded->input.evaluations.size(), 5u);
+  EXPECT_EQ(unbounded->summary.evaluated.size(), 5u);
+
+  // The first evaluation always starts; the clock reads 1 before the
+  // second, and 2, past the deadline, before the third.
+  p->io.clock = std::make_shared<TickingClock>();
+  auto cut = evaluate(w, *uploads, st, cx, 1.5);
+  ASSERT_TRUE(cut.is_ok()) << cut.status();
+  ASSERT_EQ(cut->input.evaluations.size(), 2u);
+  std::vector<std::uint16_t> first_two(chosen.begin(), chosen.begin() + 2);
+  EXPECT_EQ(cut->input.evaluations[0].uid, first_two[0]);
+  EXPECT_EQ(cut->input.evaluations[1].uid, first_two[1]);
+  std::sort(first_two.begin(), first_two.end());
+  EXPECT_EQ(cut->summary.evaluated, first_two);  // what the window's record says was evaluated
+
+  // A deadline already past still lets one evaluation start: a window
+  // always moves some uid's record.
+  auto late = evaluate(w, *uploads, st, cx, 0.0);
+  ASSERT_TRUE(late.is_ok()) << late.status();
+  EXPECT_EQ(late->input.evaluations.size(), 1u);
+
+  // Next window, room for three: the three left, who have now waited longest.
+  WindowInput in = cut->input;
+  score_window(st.scores, in, o_.protocol.scoring);
+  auto next =
+      choose_for_evaluation(uids, st.scores, 3, o_.validator.eval_newcomers, window_seed(cx.private_seed, w + 1));
+  std::sort(next.begin(), next.end());
+  std::vector<std::uint16_t> left(chosen.begin() + 2, chosen.end());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(next, left);
 }
 
 }  // namespace

@@ -227,7 +227,8 @@ Result<std::optional<Evaluation>> evaluate_one(std::uint64_t w, Upload& u, const
 
 }  // namespace
 
-Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const ValidatorState& st, WindowContext& cx) {
+Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const ValidatorState& st, WindowContext& cx,
+                           double deadline) {
   Evaluated out;
   WindowInput& in = out.input;
   in.window = w;
@@ -254,12 +255,25 @@ Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const 
   const NormBasis nb = norm_basis(uploads, st, cx);
   CRUCIBLE_ASSIGN_OR_RETURN(const RandomBatch rand,
                             random_batch(w, seed, !chosen.empty(), cx.o.validator.gradient_check != "off", cx));
+  // The most urgent first (choose_for_evaluation): past the deadline, the
+  // uids left are the least urgent, and they wait longer for next window.
+  std::vector<std::uint16_t> evaluated;
   for (std::uint16_t who : chosen) {
+    if (!evaluated.empty() && cx.io.clock->unix_seconds() >= deadline) {
+      log::warn("evaluation: the window's time for evaluations is spent; the uids left go first next window",
+                {{"window", w},
+                 {"evaluated", evaluated.size()},
+                 {"chosen", chosen.size()},
+                 {"eval_window_share", cx.o.validator.eval_window_share}});
+      break;
+    }
     CRUCIBLE_ASSIGN_OR_RETURN(auto e, evaluate_one(w, *by_uid.at(who), chosen, nb, rand, cx));
+    evaluated.push_back(who);
     if (e) in.evaluations.push_back(std::move(*e));
   }
+  std::sort(evaluated.begin(), evaluated.end());
   out.summary.window = w;
-  out.summary.evaluated = chosen;
+  out.summary.evaluated = std::move(evaluated);
   out.summary.random_uid = rand.uid;
   out.summary.loss_before_rand = model::mean_loss(rand.before);
   out.summary.median_norm = nb.median;

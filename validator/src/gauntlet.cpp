@@ -289,7 +289,6 @@ std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t
   take_longest_waiting(fresh, std::min(newcomers, count - out.size()), scores, rng, out);
   known.insert(known.end(), fresh.begin(), fresh.end());
   take_longest_waiting(known, count - out.size(), scores, rng, out);
-  std::sort(out.begin(), out.end());
   return out;
 }
 

@@ -12,6 +12,11 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
             "Of those, how many never-evaluated uids go first (more only when slots remain): a swarm of new "
             "uids cannot crowd out uids with a record.",
             0, 4096);
+  s.add_double("validator.eval_window_share", &o.eval_window_share,
+               "Share of a window's length, from the start of its processing, in which evaluations start (none "
+               "but the first after it; the uids left wait and go first next window): the window ends in its time "
+               "on a slow or busy machine (0: no bound).",
+               0, 1);
   s.add_int("validator.eval_batches", &o.eval_batches, "Samples per loss measurement.", 1, 4096);
   s.add_double("validator.eval_lr_factor", &o.eval_lr_factor, "Share of the outer step applied when evaluating.", 0,
                10);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <string>
 
 #include <fmt/ranges.h>
@@ -84,10 +85,26 @@ void report_window(std::uint64_t w, const std::vector<Upload>& uploads, const Ev
   metrics::global().observe(metrics::Histogram::kWindowDurationSeconds, seconds, {{"role", "validator"}});
 }
 
+// When evaluations stop starting (evaluate's deadline, Unix seconds on the
+// node's clock): eval_window_share of window w's length as the chain ran it
+// (from its first block to the next window's), counted from `started`, when
+// the window's processing began. No bound when the share is 0 or a block
+// cannot be read.
+double evaluation_deadline(std::uint64_t w, double started, WindowContext& cx) {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  const double share = cx.o.validator.eval_window_share;
+  if (share <= 0) return kNone;
+  auto first = cx.chain().block(cx.clock.first_block(w));
+  auto next = cx.chain().block(cx.clock.first_block(w + 1));
+  if (!first.is_ok() || !next.is_ok() || next->timestamp <= first->timestamp) return kNone;
+  return started + share * static_cast<double>(next->timestamp - first->timestamp);
+}
+
 }  // namespace
 
 Status process_window(std::uint64_t w, ValidatorState& st, const Observer& observer, WindowContext& cx) {
   const auto t0 = std::chrono::steady_clock::now();
+  const double started = cx.io.clock->unix_seconds();
   const Spool spool(spool_dir(cx, w));
   StepClock steps;
   auto mg = retry_transient("metagraph", *cx.io.clock, cx.stop, [&] { return cx.chain().metagraph(cx.o.netuid); });
@@ -100,7 +117,8 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
   const SameUpdate same{cx.o.validator.copy_overlap, cx.o.validator.copy_cosine};
   mark_copies(uploads, st.history, same);  // copies.cpp
   steps.done("copies");
-  CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev, evaluate(w, uploads, st, cx));  // evaluate.cpp
+  CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev,
+                            evaluate(w, uploads, st, cx, evaluation_deadline(w, started, cx)));  // evaluate.cpp
   steps.done("evaluate");
   ev.input.steps_behind = sync(w, ev.input.evaluations, uploads, st.model, cx);  // sync.cpp
   steps.done("sync");

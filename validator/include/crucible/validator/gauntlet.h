@@ -170,7 +170,10 @@ std::pair<std::vector<std::uint16_t>, std::vector<std::uint16_t>> quantize_weigh
 // a random order (SplitMix64, seeded by `seed`: the validator's private
 // seed mixed with the window). Every candidate so is evaluated within about
 // a round and two windows, and a swarm of fresh uids takes at most
-// `newcomers` slots ahead of uids that have waited longer.
+// `newcomers` slots ahead of uids that have waited longer. The uids come in
+// that order, the most urgent first: when the window's time for evaluations
+// runs out (validator.eval_window_share), the ones left are the least
+// urgent, and they wait longer for next time.
 std::vector<std::uint16_t> choose_for_evaluation(const std::vector<std::uint16_t>& candidates,
                                                  const std::map<std::uint16_t, MinerScore>& scores, std::size_t count,
                                                  std::size_t newcomers, std::uint64_t seed);

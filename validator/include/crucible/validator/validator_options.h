@@ -15,6 +15,7 @@ struct ValidatorOptions {
   std::string state_dir = "/var/lib/crucible/validator";  // RocksDB state and the model
   std::uint32_t eval_per_window = 20;                     // uids evaluated per window
   std::uint32_t eval_newcomers = 4;                       // of which at most this many never evaluated before
+  double eval_window_share = 0.5;          // evaluations start only in this share of a window's length (0: no bound)
   std::uint32_t heldout_samples = 64;      // samples of the val split for the held-out loss each window (0: off)
   std::uint32_t eval_batches = 4;          // samples per loss (own and random)
   double eval_lr_factor = 0.2;             // theta' = theta - outer_lr * eval_lr_factor * (median / |u|) * u

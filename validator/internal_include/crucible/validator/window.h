@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -199,12 +200,17 @@ class ValidatorChain {
 // state_dir/model.safetensors: the model with its chain state in its metadata.
 Status save_model(const protocol::ChainState& model, WindowContext& cx);
 
-// evaluate.cpp: Gauntlet losses for a sample of the valid uploads.
+// evaluate.cpp: Gauntlet losses for a sample of the valid uploads
+// (choose_for_evaluation), the most urgent first. No evaluation but the
+// first starts at or after `deadline` (Unix seconds, the node's clock): the
+// uids left are not evaluated this window, so they wait longer and go first
+// in the next.
 struct Evaluated {
   WindowInput input;
   WindowSummary summary;
 };
-Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const ValidatorState& st, WindowContext& cx);
+Result<Evaluated> evaluate(std::uint64_t w, std::vector<Upload>& uploads, const ValidatorState& st, WindowContext& cx,
+                           double deadline = std::numeric_limits<double>::infinity());
 
 // sync.cpp: steps behind for each evaluated uid: 0 when its packet's signed
 // model digest is the digest of the validator's own model at that uid's
