@@ -367,7 +367,7 @@ Status InnerLoop::share_state() {
 
 Result<WindowResult> InnerLoop::train_window(std::span<const std::int64_t> samples, std::int64_t n,
                                              const std::function<void(const StepInfo&)>& on_step,
-                                             const std::atomic<bool>* stop) {
+                                             const std::atomic<bool>* stop, const std::function<bool()>& out_of_time) {
   auto& m = *impl_;
   const std::int64_t L = m.llama().config().seq_len;
   if (n <= 0 || static_cast<std::int64_t>(samples.size()) != n * L) {
@@ -387,10 +387,12 @@ Result<WindowResult> InnerLoop::train_window(std::span<const std::int64_t> sampl
   double loss_sum = 0;
   for (std::uint32_t s = 0; s < H; ++s) {
     if (stop != nullptr && stop->load()) return aborted("training stopped at step {} of {}", s, H);
+    if (s > 0 && !m.ranked() && out_of_time && out_of_time()) break;
     at::Tensor idx =
         at::remainder(at::arange(static_cast<std::int64_t>(s) * mb, (s + 1) * mb, at::kLong), n).to(m.device());
     CRUCIBLE_ASSIGN_OR_RETURN(double loss, m.step(all.index_select(0, idx), s));
     loss_sum += loss;
+    ++r.steps;
     r.tokens += static_cast<std::uint64_t>(mb * L);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
     if (on_step) on_step({s + 1, H, loss, static_cast<double>(r.tokens) / std::max(secs, 1e-9)});
@@ -403,7 +405,7 @@ Result<WindowResult> InnerLoop::train_window(std::span<const std::int64_t> sampl
     r.delta.emplace_back(d.data_ptr<float>(), d.data_ptr<float>() + d.numel());
     p.copy_(start[i]);  // the local model stays the global one until the outer step
   }
-  r.mean_loss = loss_sum / std::max<std::uint32_t>(H, 1);
+  r.mean_loss = loss_sum / std::max<std::uint32_t>(r.steps, 1);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_time).count();
   return r;
 }

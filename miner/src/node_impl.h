@@ -54,6 +54,7 @@ struct MinerNode::Impl {
   bool show_progress = false;
   double window_end_s = 0;  // estimated end of the window being trained (Unix seconds; 0: unknown)
   double last_train_s = 0;  // how long the last window's train() took, packet sealed (seconds)
+  double last_pack_s = 0;   // of which after the inner steps: the delta, compression, sealing, the state's commit
 
   Impl(const MinerNodeOptions& options, const chain::PrivateKey& k, protocol::NodeIo i)
       : o(options), key(k), io(std::move(i)), clock(options.protocol) {}
@@ -72,6 +73,10 @@ struct MinerNode::Impl {
   // 1.1 times the last window's training time, a second and a poll (0 while
   // the window's end is unknown).
   double latest_wait() const;
+  // When the inner steps must end so that the packet is sealed and
+  // committed inside the upload slot: window_end_s plus the slot, less 1.5
+  // times the last packing time, a second and a poll (0: unknown).
+  double train_deadline() const;
   Status follow_chain(storage::ObjectStore& lead);
 
   // train.cpp: H inner steps on w's samples, error feedback, a signed packet.

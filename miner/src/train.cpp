@@ -1,6 +1,8 @@
 // The miner's training step (protocol.md §2-5, §7): the fingerprint of the
 // model it starts from, H inner steps on the uid's assigned samples, the
 // pseudo-gradient through error feedback and compression, a signed packet.
+#include <functional>
+
 #include <fmt/format.h>
 
 #include "crucible/chain/packet_signing.h"
@@ -24,11 +26,23 @@ Result<Trained> MinerNode::Impl::train(std::uint64_t w, const std::atomic<bool>&
   CRUCIBLE_ASSIGN_OR_RETURN(auto tokens, dataset->tokens(idx, L));
   const auto n = static_cast<std::int64_t>(o.protocol.samples_per_window);
   if (ranks) CRUCIBLE_RETURN_IF_ERROR(send_window(*ranks, tokens, n).with_context("the other ranks"));
-  CRUCIBLE_ASSIGN_OR_RETURN(WindowResult r, loop->train_window(
-                                                tokens, n, [&](const StepInfo& s) { progress(w, s); }, &stop));
+  // A slow step (a busy machine) ends the window's training early rather
+  // than miss the slot; a miner already past that moment trains the whole
+  // window (its update stays in error feedback).
+  const double train_end = train_deadline();
+  std::function<bool()> out_of_time;
+  if (train_end > io.clock->unix_seconds()) out_of_time = [&] { return io.clock->unix_seconds() >= train_end; };
+  CRUCIBLE_ASSIGN_OR_RETURN(WindowResult r,
+                            loop->train_window(
+                                tokens, n, [&](const StepInfo& s) { progress(w, s); }, &stop, out_of_time));
   if (show_progress) fmt::print(stderr, "\n");
+  const double packing_started = io.clock->unix_seconds();
+  if (r.steps < o.miner.inner_steps) {
+    log::warn("training cut short to commit inside the upload slot: this machine is slower than the window needs",
+              {{"window", w}, {"steps", r.steps}, {"inner_steps", o.miner.inner_steps}});
+  }
   state.inner_steps = loop->steps_done();
-  metrics::global().add(metrics::Counter::kInnerSteps, o.miner.inner_steps);
+  metrics::global().add(metrics::Counter::kInnerSteps, r.steps);
   metrics::global().add(metrics::Counter::kTokensTrained, static_cast<double>(r.tokens));
   metrics::global().set(metrics::Gauge::kMinerLoss, r.mean_loss);
   metrics::global().set(metrics::Gauge::kTokensPerSecond, static_cast<double>(r.tokens) / std::max(r.seconds, 1e-9));
@@ -39,10 +53,12 @@ Result<Trained> MinerNode::Impl::train(std::uint64_t w, const std::atomic<bool>&
   last_train_s = io.clock->unix_seconds() - out.started_s;
   state.trained_window = w;
   CRUCIBLE_RETURN_IF_ERROR(commit());
+  last_pack_s = io.clock->unix_seconds() - packing_started;
   log::info("trained window",
             {{"window", w},
              {"loss", r.mean_loss},
              {"tokens", r.tokens},
+             {"steps", r.steps},
              {"seconds", r.seconds},
              {"packet_bytes", out.sealed.size()},
              {"bytes_per_param", static_cast<double>(out.sealed.size()) / replica->num_parameters()}});
@@ -94,6 +110,12 @@ double MinerNode::Impl::latest_wait() const {
   // does, with a second to spare for the slot's opening (block timestamps
   // are whole seconds) and a poll for the commit.
   return window_end_s + o.protocol.upload_slot_s - 1.1 * last_train_s - 1.0 -
+         std::chrono::duration<double>(kPoll).count();
+}
+
+double MinerNode::Impl::train_deadline() const {
+  if (window_end_s <= 0) return 0;
+  return window_end_s + o.protocol.upload_slot_s - 1.5 * last_pack_s - 1.0 -
          std::chrono::duration<double>(kPoll).count();
 }
 

@@ -28,6 +28,7 @@ struct StepInfo {
 
 struct WindowResult {
   model::TensorValues delta;  // per tensor, theta_start - theta_H
+  std::uint32_t steps = 0;    // inner steps taken (H, or fewer when out_of_time cut them short)
   double mean_loss = 0;
   std::uint64_t tokens = 0;
   double seconds = 0;
@@ -51,9 +52,14 @@ class InnerLoop {
   // then starts every window from rank 0's model.
   Status share_state();
 
-  // samples: n rows of seq_len tokens. Stops early (aborted) when *stop turns true.
+  // samples: n rows of seq_len tokens. Stops early (aborted) when *stop
+  // turns true. Without ranks, `out_of_time` (when given) is asked before
+  // each step after the first: true ends the window's training there, and
+  // the update is that of the steps taken (with ranks every rank must take
+  // the same steps, so it is not asked).
   Result<WindowResult> train_window(std::span<const std::int64_t> samples, std::int64_t n,
-                                    const std::function<void(const StepInfo&)>& on_step, const std::atomic<bool>* stop);
+                                    const std::function<void(const StepInfo&)>& on_step, const std::atomic<bool>* stop,
+                                    const std::function<bool()>& out_of_time = nullptr);
 
   // model.safetensors and optimizer.pt in dir (each written atomically).
   Status save(const std::filesystem::path& dir) const;
