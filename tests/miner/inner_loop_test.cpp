@@ -25,6 +25,17 @@ struct Trained {
   double mean_loss = 0, before = 0, after = 0;
 };
 
+// H steps of 4 samples at lr 0.003, no warm-up, one thread.
+MinerOptions loop_options(std::uint32_t inner_steps) {
+  MinerOptions o;
+  o.inner_steps = inner_steps;
+  o.micro_batch = 4;
+  o.lr = 0.003;
+  o.warmup_steps = 0;
+  o.threads = 1;
+  return o;
+}
+
 // Trains one window on a fresh replica (seed 1) and measures the loss on
 // the window's samples before and after the outer step of the delta.
 Trained train(const std::string& autocast, const std::string& device = "cpu") {
@@ -32,13 +43,7 @@ Trained train(const std::string& autocast, const std::string& device = "cpu") {
   auto replica = model::Replica::create(config, model::ReplicaOptions{device, 1, autocast}, 1);
   EXPECT_TRUE(replica.is_ok()) << replica.status();
   if (!replica.is_ok()) return {};
-  MinerOptions o;
-  o.inner_steps = 4;
-  o.micro_batch = 4;
-  o.lr = 0.003;
-  o.warmup_steps = 0;
-  o.threads = 1;
-  auto loop = InnerLoop::create(**replica, o);
+  auto loop = InnerLoop::create(**replica, loop_options(4));
   EXPECT_TRUE(loop.is_ok()) << loop.status();
   const auto samples = tokens(8, config.seq_len);
   Trained out;
@@ -94,20 +99,12 @@ TEST(InnerLoopOnCuda, TrainsInBf16LikeTheCpu) {
 // step down on the window's samples. The replica is back at its start.
 TEST(InnerLoop, OutOfTimeEndsTheWindowAfterTheStepsTakenAndTheirDeltaStands) {
   const model::ModelConfig config = testing::tiny_model();
-  MinerOptions o;
-  o.inner_steps = 6;
-  o.micro_batch = 4;
-  o.lr = 0.003;
-  o.warmup_steps = 0;
-  o.threads = 1;
   const auto samples = tokens(8, config.seq_len);
   auto run = [&](std::uint32_t inner_steps, std::function<bool()> out_of_time) -> std::optional<WindowResult> {
     auto replica = model::Replica::create(config, model::ReplicaOptions{"cpu", 1, "off"}, 1);
     EXPECT_TRUE(replica.is_ok()) << replica.status();
     if (!replica.is_ok()) return std::nullopt;
-    MinerOptions oo = o;
-    oo.inner_steps = inner_steps;
-    auto loop = InnerLoop::create(**replica, oo);
+    auto loop = InnerLoop::create(**replica, loop_options(inner_steps));
     EXPECT_TRUE(loop.is_ok()) << loop.status();
     const double before = (*replica)->loss(samples, 8).value();
     auto r = (*loop)->train_window(samples, 8, nullptr, nullptr, std::move(out_of_time));
