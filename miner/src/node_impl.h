@@ -73,6 +73,10 @@ struct MinerNode::Impl {
   // 1.1 times the last window's training time, a second and a poll (0 while
   // the window's end is unknown).
   double latest_wait() const;
+  // When work of `work_s` seconds must start to end with a commit inside
+  // the upload slot: window_end_s plus the slot, less work_s, a second and
+  // a poll (0 while the window's end is unknown).
+  double commit_by(double work_s) const;
   // When the inner steps must end so that the packet is sealed and
   // committed inside the upload slot: window_end_s plus the slot, less 1.5
   // times the last packing time, a second and a poll (0: unknown).

@@ -104,20 +104,19 @@ double MinerNode::Impl::estimate_window_end(std::uint64_t w, const std::atomic<b
   return head_s + spb * static_cast<double>(clock.blocks_left(w, *head));
 }
 
-double MinerNode::Impl::latest_wait() const {
+double MinerNode::Impl::commit_by(double work_s) const {
   if (window_end_s <= 0) return 0;
-  // Training as long as last time (and a tenth more) ends before the slot
-  // does, with a second to spare for the slot's opening (block timestamps
-  // are whole seconds) and a poll for the commit.
-  return window_end_s + o.protocol.upload_slot_s - 1.1 * last_train_s - 1.0 -
-         std::chrono::duration<double>(kPoll).count();
+  // The slot's end, less the work still to do, a second to spare for the
+  // slot's opening (block timestamps are whole seconds) and a poll for the
+  // commit.
+  return window_end_s + o.protocol.upload_slot_s - work_s - 1.0 - std::chrono::duration<double>(kPoll).count();
 }
 
-double MinerNode::Impl::train_deadline() const {
-  if (window_end_s <= 0) return 0;
-  return window_end_s + o.protocol.upload_slot_s - 1.5 * last_pack_s - 1.0 -
-         std::chrono::duration<double>(kPoll).count();
-}
+// Training as long as last time, and a tenth more.
+double MinerNode::Impl::latest_wait() const { return commit_by(1.1 * last_train_s); }
+
+// Packing as long as last time, and half more.
+double MinerNode::Impl::train_deadline() const { return commit_by(1.5 * last_pack_s); }
 
 void MinerNode::Impl::progress(std::uint64_t w, const StepInfo& s) {
   const double left = window_end_s > 0 ? std::max(0.0, window_end_s - io.clock->unix_seconds()) : 0;
