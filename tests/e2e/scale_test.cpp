@@ -4,8 +4,8 @@
 // published location, each window a signed packet of its own-data update at
 // the genesis model, committed in the slot and revealed after it, as a
 // miner does). Every upload of every window must pass every check, every uid
-// be evaluated in turn, weights be posted, the training miners' updates be
-// valued near the best, no window take the validator longer than the
+// be evaluated in turn, weights be posted, the training miners' updates join
+// the aggregated set, no window take the validator longer than the
 // window, and nothing be left running. The validator evaluates up to 20 a
 // window, as many as start in the first half of the window (its default
 // eval_window_share): a slower machine evaluates fewer a window, and still
@@ -16,6 +16,8 @@
 #include <cmath>
 #include <csignal>
 #include <regex>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "crucible/common/model_config.h"
@@ -65,6 +67,20 @@ std::string window_done_line(const std::string& log, std::uint64_t w) {
   const std::string key = fmt::format("window done window={} ", w);
   const auto at = log.find(key);
   return at == std::string::npos ? std::string("(no line)") : log.substr(at, log.find('\n', at) - at);
+}
+
+// Every uid in the aggregated set of some window ("set=" of the "window
+// done" lines).
+std::set<std::uint16_t> set_members(const std::string& log) {
+  std::set<std::uint16_t> out;
+  const std::regex line(R"(window done window=\d+ .* set=([0-9,]*) )");
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), line); it != std::sregex_iterator(); ++it) {
+    std::stringstream uids((*it)[1].str());
+    for (std::string uid; std::getline(uids, uid, ',');) {
+      if (!uid.empty()) out.insert(static_cast<std::uint16_t>(std::stoul(uid)));
+    }
+  }
+  return out;
 }
 
 TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsItsLength) {
@@ -175,16 +191,22 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
   for (const auto& [u, n] : evaluations) {
     EXPECT_GE(n, std::max(1, fair - 1)) << "uid " << u << " (" << total << " evaluations in all)";
   }
-  // Weights posted, and both training miners' updates are valued at or near
-  // the window's best (evidence), made on the network's model (sync: they
-  // kept up with the lead's sets at this scale), and paid wherever trust
-  // allows. Trust itself is not asserted: it needs the own-data z's of a
-  // uid's evaluations accumulated above chance (trust_z 0 here), and two or
-  // three half-size evaluations in six windows cannot tell a training miner
-  // from chance reliably (one evaluation's z is about 1 to 1.5 for them,
-  // sometimes below 0).
+  // Weights posted, and both training miners' updates helped (evidence above
+  // 0) and joined the aggregated set in some window (their evidence reached
+  // admit_ratio, against the window's best: §8's own test of "at or near
+  // the best"), made on the network's model (sync: they kept up with the
+  // lead's sets at this scale), and paid wherever trust allows. Evidence
+  // itself is not held to a bar: the two miners train on different data, and
+  // one window's own-data gain of one can be a twentieth of the other's
+  // (0.0008 against 0.014), which halves the evidence of a miner that was
+  // the window's best the window before. Trust itself is not asserted: it
+  // needs the own-data z's of a uid's evaluations accumulated above chance
+  // (trust_z 0 here), and two or three half-size evaluations in six windows
+  // cannot tell a training miner from chance reliably (one evaluation's z is
+  // about 1 to 1.5 for them, sometimes below 0).
   // The swarm's uids are load, not miners: their updates are genesis
   // gradients less the swarm's mean, by construction no help on random data.
+  const auto in_a_set = set_members(log);
   auto chain_weights = onchain_weights(**reader);
   EXPECT_GE(chain_weights.posts, 2u);
   std::uint64_t weighted = 0;
@@ -194,7 +216,8 @@ TEST_F(ScaleTest, ThirtyTwoMinersAllCheckedAndEvaluatedInTurnAndEveryWindowFitsI
     const std::string rating = rating_json(**db, u);
     auto score = validator::score_from_json(nlohmann::json::parse(rating));
     ASSERT_TRUE(score.is_ok()) << score.status();
-    EXPECT_GE(score->evidence, 0.5) << "training miner uid " << u << ": " << rating;
+    EXPECT_GT(score->evidence, 0.0) << "training miner uid " << u << ": " << rating;
+    EXPECT_TRUE(in_a_set.count(u)) << "training miner uid " << u << " never joined a set: " << rating;
     EXPECT_GE(score->sync, protocol::Options{}.scoring.admit_sync) << "training miner uid " << u << ": " << rating;
     // Trust above chance (the accumulated z over trust_z 0) pays: a final
     // score, once the uid has its min_evaluations (2 here).
