@@ -142,6 +142,10 @@ void assign(const Schema& schema, std::string_view key, Result<Value> value, con
             Origins* origins) {
   const Field* field = schema.find(key);
   if (field == nullptr) {
+    if (const std::string* why = schema.retired(key)) {
+      problems.add(fmt::format("key '{}' in {} is no longer read: {}", key, origin.describe(), *why));
+      return;
+    }
     std::string hint;
     if (auto near = schema.suggest(key)) hint = fmt::format(" (did you mean '{}'?)", *near);
     problems.add(fmt::format("unknown key '{}' in {}{}", key, origin.describe(), hint));
@@ -214,6 +218,7 @@ Schema& Schema::add_field(Field field) {
   if (find(field.key) != nullptr) {
     throw std::logic_error("config key bound twice: " + field.key);
   }
+  if (retired(field.key) != nullptr) throw std::logic_error("config key is both retired and bound: " + field.key);
   for (const Field& f : fields_) {
     if (env_name(f.key) == env_name(field.key)) {
       throw std::logic_error("config keys share an environment name: " + f.key + ", " + field.key);
@@ -338,6 +343,20 @@ Schema& Schema::add_string_list(std::string key, std::vector<std::string>* targe
 
 void Schema::retain(const std::function<bool(std::string_view key)>& keep) {
   std::erase_if(fields_, [&](const Field& f) { return !keep(f.key); });
+  std::erase_if(retired_, [&](const auto& r) { return !keep(r.first); });
+}
+
+Schema& Schema::retire(std::string key, std::string why) {
+  if (find(key) != nullptr) throw std::logic_error("config key is both bound and retired: " + key);
+  retired_.emplace_back(std::move(key), std::move(why));
+  return *this;
+}
+
+const std::string* Schema::retired(std::string_view key) const {
+  for (const auto& [k, why] : retired_) {
+    if (k == key) return &why;
+  }
+  return nullptr;
 }
 
 const Field* Schema::find(std::string_view key) const {
@@ -529,6 +548,12 @@ Status load(const Schema& schema, const LoadInputs& inputs, Origins* origins) {
     if (it == inputs.environment.end()) continue;
     assign(schema, field.key, parse_text(field.type, it->second), Origin{Origin::Kind::kEnvironment, name}, problems,
            origins);
+  }
+  for (const auto& [key, why] : schema.retired_keys()) {
+    std::string name = Schema::env_name(key);
+    if (inputs.environment.count(name) != 0) {
+      assign(schema, key, Value(false), Origin{Origin::Kind::kEnvironment, name}, problems, origins);
+    }
   }
 
   for (const FlagValue& flag : inputs.flags) {

@@ -233,6 +233,28 @@ TEST_F(Fixture, FlagErrorsNameTheFlag) {
   EXPECT_THAT(s.message(), HasSubstr("key 'miner.steps' in flag --steps: value 1001 is out of range"));
 }
 
+// A key the program once read and reads no longer (Schema::retire) is an
+// error wherever it is set, and the error says what replaced it; an unknown
+// environment variable stays none of ours, a retired one is.
+TEST_F(Fixture, ARetiredKeyIsRefusedWithWhatReplacedIt) {
+  schema.retire("miner.inner_steps", "renamed miner.steps");
+  Status s = load_file("[miner]\nsteps = 3\ninner_steps = 4\n");
+  ASSERT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("node.toml line 3 is no longer read: renamed miner.steps"));
+  LoadInputs in;
+  in.environment = {{"CRUCIBLE_MINER_INNER_STEPS", "4"}};
+  EXPECT_THAT(load(schema, in).message(),
+              HasSubstr("environment variable CRUCIBLE_MINER_INNER_STEPS is no longer read"));
+  in = {};
+  in.flags = {{"miner.inner_steps", "4", ""}};
+  EXPECT_THAT(load(schema, in).message(), HasSubstr("flag --set miner.inner_steps is no longer read"));
+  EXPECT_THROW(schema.retire("miner.steps", ""), std::logic_error);  // bound: not retired
+  int x = 0;
+  EXPECT_THROW(schema.add_int("miner.inner_steps", &x, ""), std::logic_error);  // retired: not bound
+  schema.retain([](std::string_view key) { return key != "miner.inner_steps"; });
+  EXPECT_EQ(schema.retired("miner.inner_steps"), nullptr);  // a subset schema drops it like a field
+}
+
 TEST(ConfigText, ParsesStrictly) {
   EXPECT_FALSE(parse_text(ValueType::kInt, "12abc").is_ok());
   EXPECT_FALSE(parse_text(ValueType::kInt, "").is_ok());

@@ -104,6 +104,13 @@ class Schema {
         });
   }
 
+  // A key this program no longer reads: setting it (in a file, the
+  // environment or a flag) is an error that says `why` (what replaced it),
+  // where an unknown key would only be called unknown.
+  Schema& retire(std::string key, std::string why);
+  const std::string* retired(std::string_view key) const;  // its `why`, or null
+  const std::vector<std::pair<std::string, std::string>>& retired_keys() const noexcept { return retired_; }
+
   const Field* find(std::string_view key) const;
   // Drops every field whose key `keep` refuses (a schema for a subset of a
   // struct's keys, e.g. a network manifest's).
@@ -127,6 +134,7 @@ class Schema {
                            std::function<void(const std::string&)> set, std::function<std::string()> get);
 
   std::vector<Field> fields_;
+  std::vector<std::pair<std::string, std::string>> retired_;  // key, why
 };
 
 // One command-line override: `--set key=text`, or a shortcut flag such as --log-level.
