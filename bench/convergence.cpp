@@ -123,7 +123,9 @@ struct Args {
     return j;
   }
   // The protocol's schedule (protocol::OuterLr, where a rate of 0 is off)
-  // with outer step w as the global step.
+  // with outer step w as the global step and one sample a step: the switch
+  // flags count outer steps (the protocol's samples thresholds divided by
+  // inner_steps × micro_batch, the samples a worker trains a step).
   double outer_lr_at(int w) const {
     const protocol::OuterLr schedule{
         outer_lr, std::max(outer_lr_late, 0.0), static_cast<std::uint64_t>(std::max(outer_lr_switch, 0)),

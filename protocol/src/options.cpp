@@ -107,13 +107,23 @@ void bind_options(config::Schema& schema, Options& options) {
   schema.add_double("protocol.outer_lr", &options.outer_lr,
                     "Outer learning rate: theta <- theta - outer_lr * aggregate.", 1e-6, 10);
   schema.add_double("protocol.outer_lr_late", &options.outer_lr_late,
-                    "Outer learning rate from global step outer_lr_late_from on (0: outer_lr throughout).", 0, 10);
-  schema.add_int("protocol.outer_lr_late_from", &options.outer_lr_late_from,
-                 "Global step (aggregation sets applied since genesis) from which outer_lr_late applies.");
+                    "Outer learning rate once each miner has trained outer_lr_late_from_samples samples (0: "
+                    "outer_lr throughout).",
+                    0, 10);
+  schema.add_int("protocol.outer_lr_late_from_samples", &options.outer_lr_late_from_samples,
+                 "Samples a miner has trained since genesis (global step x samples_per_window) from which "
+                 "outer_lr_late applies.");
   schema.add_double("protocol.outer_lr_last", &options.outer_lr_last,
-                    "Outer learning rate from global step outer_lr_last_from on, a second drop (0: none).", 0, 10);
-  schema.add_int("protocol.outer_lr_last_from", &options.outer_lr_last_from,
-                 "Global step from which outer_lr_last applies (after outer_lr_late_from).");
+                    "Outer learning rate from outer_lr_last_from_samples samples on, a second drop (0: none).", 0, 10);
+  schema.add_int("protocol.outer_lr_last_from_samples", &options.outer_lr_last_from_samples,
+                 "Samples a miner has trained since genesis from which outer_lr_last applies (after "
+                 "outer_lr_late_from_samples).");
+  schema.retire("protocol.outer_lr_late_from",
+                "the drop is counted in samples now: set protocol.outer_lr_late_from_samples to the old value x "
+                "samples_per_window");
+  schema.retire("protocol.outer_lr_last_from",
+                "the drop is counted in samples now: set protocol.outer_lr_last_from_samples to the old value x "
+                "samples_per_window");
   schema.add_int("protocol.init_seed", &options.init_seed, "Seed of the genesis model's initialisation.");
   schema.add_int("protocol.aggregate_top", &options.aggregate_top,
                  "Uids in a window's aggregation set: the top ones by final score.", 1, 256);

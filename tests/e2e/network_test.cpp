@@ -30,9 +30,10 @@ constexpr int kValidatorWindows = e2e::kValidatorWindows;
 class NetworkTest : public NetworkBase {
  protected:
   void SetUp() override {
-    // The outer rate drops after the first set (protocol.md §3): honest
-    // miners in sync with the validator took every step at its rate.
-    protocol_extra_ = "outer_lr_late = 0.35\nouter_lr_late_from = 1";
+    // The outer rate drops after the first set (protocol.md §3: from one
+    // sample on, which the first set's samples reach): honest miners in
+    // sync with the validator took every step at its rate.
+    protocol_extra_ = "outer_lr_late = 0.35\nouter_lr_late_from_samples = 1";
     // Ten-second windows, not eight: a window must hold the slot's skew, the
     // reveal, the validator's evaluation of eight uploads (up to 4.1 s
     // measured, this test alone on two cores) and then the honest miners'

@@ -145,14 +145,15 @@ TEST_F(ModelChainTest, AppliesTheSetThatBuildsOnTheModelsWindowAndNoOther) {
   EXPECT_TRUE(state.last_aggregate.empty());
 }
 
-// The outer learning rate by global step (protocol.outer_lr_late): the set
-// that follows late_from applied sets takes the late rate, and an empty set
-// counts as a step like any other, so every node switches at the same set.
-TEST_F(ModelChainTest, TheOuterStepTakesTheLateRateFromItsGlobalStepOn) {
+// The outer learning rate by samples trained (protocol.outer_lr_late): the
+// set that follows late_from samples (global step × samples_per_step, 2 × 8
+// here) takes the late rate, and an empty set counts as a step like any
+// other, so every node switches at the same set.
+TEST_F(ModelChainTest, TheOuterStepTakesTheLateRateFromItsSampleCountOn) {
   VectorModel model(specs_);
   ChainState state;
   ChainOptions o = options();
-  o.outer_lr = OuterLr{0.5, 0.125, 2, 0, 0};
+  o.outer_lr = OuterLr{0.5, 0.125, 16, 0, 0, 8};
   ModelChain chain(model, state, *host_, o);
   const TensorValues genesis = model.theta;
   auto [bytes3, merged3] = publish(3, std::nullopt, {1.0f});
@@ -165,7 +166,7 @@ TEST_F(ModelChainTest, TheOuterStepTakesTheLateRateFromItsGlobalStepOn) {
   ASSERT_FALSE(chain.advance(5, *lead_)->has_value());  // 2 -> 3: the late rate
   EXPECT_EQ(state.global_step, 3u);
   expect_step(model, before5, merged5, 0.125f);
-  EXPECT_DOUBLE_EQ((OuterLr{0.7, 0, 5, 0, 0}.at(9)), 0.7);  // late 0: none
+  EXPECT_DOUBLE_EQ((OuterLr{0.7, 0, 5, 0, 0, 8}.at(9)), 0.7);  // late 0: none
 }
 
 TEST_F(ModelChainTest, EachDesyncLeavesModelAndStateAsTheyWereAndIsCounted) {

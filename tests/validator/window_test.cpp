@@ -1142,13 +1142,13 @@ TEST_F(ValidatorInProcess, SyncNeedsTheSignedDigestOfTheValidatorsModel) {
 
 // The outer learning rate's schedule in the sync measure (protocol.md §3,
 // §6): the validator's last step took the late rate (global step 1 -> 2,
-// late from 1), and is measured at that rate. A miner that has not taken
+// late from one set's samples), and is measured at that rate. A miner that has not taken
 // it is exactly one step behind; one that took it at the base rate (its
 // schedule is not the network's) is behind by the difference, 2.5 steps.
 TEST_F(ValidatorInProcess, SyncMeasuresTheLastStepAtTheRateItTook) {
   o_.protocol.outer_lr = 0.7;
   o_.protocol.outer_lr_late = 0.2;
-  o_.protocol.outer_lr_late_from = 1;
+  o_.protocol.outer_lr_late_from_samples = kSamples;  // one set's
   const std::uint64_t w = 3;
   mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
   const double in_slot = slot_start_of(w) + 2;
@@ -1212,7 +1212,7 @@ TEST_F(ValidatorInProcess, TheEvaluationStepsAtTheOuterRateOfTheWindowsSet) {
   };
   o_.protocol.outer_lr = 0.7;
   o_.protocol.outer_lr_late = 0.2;
-  o_.protocol.outer_lr_late_from = 5;
+  o_.protocol.outer_lr_late_from_samples = 5 * kSamples;  // five sets'
   const Evaluation before = judged(4), at = judged(5), later = judged(50);
   o_.protocol.outer_lr_late = 0;
   const Evaluation base_rate = judged(5);

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -43,21 +44,33 @@ struct ScoringParams {
   double trust_z_span = 1.0;  // and rises to 1 over this much more
 };
 
-// The outer learning rate by global step (§3): `rate`, then `late` for the
-// step that follows `late_from` applied sets and every one after it, then
-// `last` from `last_from` on (late or last 0: that drop is off). Every node
-// counts the sets alike (ChainState::global_step), so every node takes the
-// same step.
+// The outer learning rate (§3) by the samples each miner has trained on
+// since genesis, counted as global step × samples_per_step: `rate`, then
+// `late` for every step taken once that count reaches `late_from`, then
+// `last` from `last_from` on (late or last 0: that drop is off). Counting
+// in samples rather than sets keeps the drops at the same point of
+// training whatever a window holds. Every node counts the sets alike
+// (ChainState::global_step) and reads samples_per_step from the protocol,
+// so every node takes the same step.
 struct OuterLr {
   double rate = 1.0;
   double late = 0;
-  std::uint64_t late_from = 0;
+  std::uint64_t late_from = 0;  // samples
   double last = 0;
-  std::uint64_t last_from = 0;
+  std::uint64_t last_from = 0;         // samples
+  std::uint64_t samples_per_step = 1;  // samples a miner trains for one set (protocol.samples_per_window)
 
+  // Samples trained before the step that follows `global_step` sets (saturating).
+  std::uint64_t samples_at(std::uint64_t global_step) const {
+    if (samples_per_step != 0 && global_step > std::numeric_limits<std::uint64_t>::max() / samples_per_step) {
+      return std::numeric_limits<std::uint64_t>::max();
+    }
+    return global_step * samples_per_step;
+  }
   double at(std::uint64_t global_step) const {
-    if (last > 0 && global_step >= last_from) return last;
-    return late > 0 && global_step >= late_from ? late : rate;
+    const std::uint64_t samples = samples_at(global_step);
+    if (last > 0 && samples >= last_from) return last;
+    return late > 0 && samples >= late_from ? late : rate;
   }
 };
 
@@ -68,15 +81,17 @@ struct Options {
   double reveal_s = 60.0;                 // after the slot closes: committed packets are uploaded by then
   std::uint32_t samples_per_window = 64;  // samples assigned to each uid per window (§2)
   // The outer step (§3): theta <- theta - alpha * aggregate, alpha =
-  // outer_lr, then outer_lr_late from outer_lr_late_from applied sets on,
-  // then outer_lr_last from outer_lr_last_from on (OuterLr). Covenant-72B's
-  // 1 then 0.65, and a second drop to 0.4: the best measured on tiny at
-  // H = 30 and at H = 4 (docs/benchmarks.md, "The outer learning rate").
+  // outer_lr, then outer_lr_late once each miner has trained
+  // outer_lr_late_from_samples samples (global step × samples_per_window),
+  // then outer_lr_last from outer_lr_last_from_samples on (OuterLr).
+  // Covenant-72B's 1 then 0.65, and a second drop to 0.4: the best measured
+  // on tiny, at H = 30's sets 50 and 75 of 120 samples a worker
+  // (docs/benchmarks.md, "The outer learning rate", "Drops in samples").
   double outer_lr = 1.0;
   double outer_lr_late = 0.65;
-  std::uint64_t outer_lr_late_from = 50;
+  std::uint64_t outer_lr_late_from_samples = 6'000;
   double outer_lr_last = 0.4;
-  std::uint64_t outer_lr_last_from = 75;
+  std::uint64_t outer_lr_last_from_samples = 9'000;
   std::uint64_t init_seed = 1;       // seed of the genesis model (docs/protocol.md §3)
   std::uint32_t aggregate_top = 15;  // uids in a window's aggregation set (§8)
   // What the network was made from (docs/network.md), empty when not
@@ -88,7 +103,10 @@ struct Options {
   std::string genesis_sha256;
   ScoringParams scoring;
 
-  OuterLr outer() const { return {outer_lr, outer_lr_late, outer_lr_late_from, outer_lr_last, outer_lr_last_from}; }
+  OuterLr outer() const {
+    return {outer_lr,          outer_lr_late, outer_lr_late_from_samples, outer_lr_last, outer_lr_last_from_samples,
+            samples_per_window};
+  }
 };
 
 void bind_options(config::Schema& schema, Options& options);
