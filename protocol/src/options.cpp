@@ -107,16 +107,16 @@ void bind_options(config::Schema& schema, Options& options) {
   schema.add_double("protocol.outer_lr", &options.outer_lr,
                     "Outer learning rate: theta <- theta - outer_lr * aggregate.", 1e-6, 10);
   schema.add_double("protocol.outer_lr_late", &options.outer_lr_late,
-                    "Outer learning rate once each miner has trained outer_lr_late_from_samples samples (0: "
+                    "Outer learning rate once each miner has been assigned outer_lr_late_from_samples samples (0: "
                     "outer_lr throughout).",
                     0, 10);
   schema.add_int("protocol.outer_lr_late_from_samples", &options.outer_lr_late_from_samples,
-                 "Samples a miner has trained since genesis (global step x samples_per_window) from which "
+                 "Samples assigned to a miner since genesis (global step x samples_per_window) from which "
                  "outer_lr_late applies.");
   schema.add_double("protocol.outer_lr_last", &options.outer_lr_last,
                     "Outer learning rate from outer_lr_last_from_samples samples on, a second drop (0: none).", 0, 10);
   schema.add_int("protocol.outer_lr_last_from_samples", &options.outer_lr_last_from_samples,
-                 "Samples a miner has trained since genesis from which outer_lr_last applies (after "
+                 "Samples assigned to a miner since genesis from which outer_lr_last applies (after "
                  "outer_lr_late_from_samples).");
   schema.retire("protocol.outer_lr_late_from",
                 "the drop is counted in samples now: set protocol.outer_lr_late_from_samples to the old value x "

@@ -44,8 +44,8 @@ struct ScoringParams {
   double trust_z_span = 1.0;  // and rises to 1 over this much more
 };
 
-// The outer learning rate (§3) by the samples each miner has trained on
-// since genesis, counted as global step × samples_per_step: `rate`, then
+// The outer learning rate (§3) by the samples assigned to each miner since
+// genesis (what an honest miner trains on), global step × samples_per_step: `rate`, then
 // `late` for every step taken once that count reaches `late_from`, then
 // `last` from `last_from` on (late or last 0: that drop is off). Counting
 // in samples rather than sets keeps the drops at the same point of
@@ -60,7 +60,7 @@ struct OuterLr {
   std::uint64_t last_from = 0;         // samples
   std::uint64_t samples_per_step = 1;  // samples a miner trains for one set (protocol.samples_per_window)
 
-  // Samples trained before the step that follows `global_step` sets (saturating).
+  // Samples assigned before the step that follows `global_step` sets (saturating).
   std::uint64_t samples_at(std::uint64_t global_step) const {
     if (samples_per_step != 0 && global_step > std::numeric_limits<std::uint64_t>::max() / samples_per_step) {
       return std::numeric_limits<std::uint64_t>::max();
@@ -81,7 +81,7 @@ struct Options {
   double reveal_s = 60.0;                 // after the slot closes: committed packets are uploaded by then
   std::uint32_t samples_per_window = 64;  // samples assigned to each uid per window (§2)
   // The outer step (§3): theta <- theta - alpha * aggregate, alpha =
-  // outer_lr, then outer_lr_late once each miner has trained
+  // outer_lr, then outer_lr_late once each miner has been assigned
   // outer_lr_late_from_samples samples (global step × samples_per_window),
   // then outer_lr_last from outer_lr_last_from_samples on (OuterLr).
   // Covenant-72B's 1 then 0.65, and a second drop to 0.4: the best measured
