@@ -45,20 +45,20 @@ struct ScoringParams {
 };
 
 // The outer learning rate (§3) by the samples assigned to each miner since
-// genesis (what an honest miner trains on), global step × samples_per_step: `rate`, then
-// `late` for every step taken once that count reaches `late_from`, then
-// `last` from `last_from` on (late or last 0: that drop is off). Counting
-// in samples rather than sets keeps the drops at the same point of
-// training whatever a window holds. Every node counts the sets alike
-// (ChainState::global_step) and reads samples_per_step from the protocol,
-// so every node takes the same step.
+// genesis (what an honest miner trains on), global step × samples_per_step:
+// `rate`, then `late` for every step taken once that count reaches
+// `late_from`, then `last` from `last_from` on (late or last 0: that drop
+// is off). Counting in samples rather than sets keeps the drops at the same
+// point of training whatever a window holds. Every node counts the sets
+// alike (ChainState::global_step) and reads samples_per_step from the
+// protocol, so every node takes the same step.
 struct OuterLr {
   double rate = 1.0;
   double late = 0;
   std::uint64_t late_from = 0;  // samples
   double last = 0;
   std::uint64_t last_from = 0;         // samples
-  std::uint64_t samples_per_step = 1;  // samples a miner trains for one set (protocol.samples_per_window)
+  std::uint64_t samples_per_step = 1;  // samples assigned to a miner a set (protocol.samples_per_window)
 
   // Samples assigned before the step that follows `global_step` sets (saturating).
   std::uint64_t samples_at(std::uint64_t global_step) const {
