@@ -233,7 +233,8 @@ class ValidatorInProcess : public ::testing::Test {
   Result<std::vector<Upload>> gather_once(std::uint64_t w, WindowContext& cx) {
     CRUCIBLE_ASSIGN_OR_RETURN(auto mg, fake_.as(validator_key_)->metagraph(fake_.netuid()));
     std::map<std::uint16_t, std::uint64_t> cooldown;
-    return gather(w, mg, cooldown, observer(), cx);
+    CRUCIBLE_ASSIGN_OR_RETURN(auto slot, read_slot(w, cx));
+    return gather(w, slot, mg, cooldown, observer(), cx);
   }
 
   // Window w's gather (every upload must be valid) and each upload's sync
@@ -501,7 +502,7 @@ TEST_F(ValidatorInProcess, ASilentStoreCoolsDownInsteadOfCostingEveryWindow) {
   WindowContext cx = context(*p);
   auto mg = *fake_.as(validator_key_)->metagraph(fake_.netuid());
   std::map<std::uint16_t, std::uint64_t> cooldown;
-  auto first = gather(2, mg, cooldown, observer(), cx);
+  auto first = gather(2, *read_slot(2, cx), mg, cooldown, observer(), cx);
   ASSERT_TRUE(first.is_ok());
   EXPECT_TRUE((*first)[0].valid());
   EXPECT_EQ((*first)[1].rejection, Rejection::kUnreachable);
@@ -510,7 +511,7 @@ TEST_F(ValidatorInProcess, ASilentStoreCoolsDownInsteadOfCostingEveryWindow) {
   EXPECT_GT(errors, 0);
   EXPECT_EQ(cooldown[silent.uid], 2 + 1 + kPeerCooldownWindows);
   for (std::uint64_t w : {3, 4, 5}) {  // not contacted while it cools down; the honest miner is unaffected
-    auto later = gather(w, mg, cooldown, observer(), cx);
+    auto later = gather(w, *read_slot(w, cx), mg, cooldown, observer(), cx);
     ASSERT_TRUE(later.is_ok());
     EXPECT_TRUE((*later)[0].valid()) << w;
     EXPECT_EQ((*later)[1].rejection, Rejection::kUnreachable);
@@ -762,7 +763,7 @@ TEST_F(ValidatorInProcess, AWithdrawnPacketDoesNotStopTheSet) {
     st.scores[m->uid].evaluations = 1;
     st.scores[m->uid].evidence = 1;
   }
-  auto uploads = gather(w, *mg, st.cooldown_until, observer(), cx);
+  auto uploads = gather(w, *read_slot(w, cx), *mg, st.cooldown_until, observer(), cx);
   ASSERT_TRUE(uploads.is_ok());
   auto set = fix_aggregation_set(w, *uploads, st, cx);
   ASSERT_TRUE(set.is_ok()) << set.status();

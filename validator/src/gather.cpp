@@ -209,15 +209,18 @@ std::vector<Upload> run_bounded(std::size_t n, std::size_t parallel, Clock& cloc
 
 }  // namespace
 
-Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
+Result<protocol::UploadSlot> read_slot(std::uint64_t w, WindowContext& cx) {
+  auto header =
+      retry_transient("block header", *cx.io.clock, cx.stop, [&] { return cx.chain().block(cx.clock.slot_block(w)); });
+  if (!header.is_ok()) return header.status();
+  return cx.clock.slot(header->timestamp);
+}
+
+Result<std::vector<Upload>> gather(std::uint64_t w, const protocol::UploadSlot& slot, const chain::Metagraph& mg,
                                    std::map<std::uint16_t, std::uint64_t>& cooldown_until, const Observer& observer,
                                    WindowContext& cx) {
   Clock& time = *cx.io.clock;
   const double deadline = time.unix_seconds() + cx.o.validator.gather_deadline_s;
-  auto header =
-      retry_transient("block header", time, cx.stop, [&] { return cx.chain().block(cx.clock.slot_block(w)); });
-  if (!header.is_ok()) return header.status();
-  const protocol::UploadSlot slot = cx.clock.slot(header->timestamp);
   CRUCIBLE_ASSIGN_OR_RETURN(const std::uint64_t packet_bytes, protocol::expected_packet_bytes(cx.replica.specs()));
   // Stores are resolved one by one (the chain client is not shared across
   // threads); the checks run fetch_parallelism at a time.

@@ -87,17 +87,16 @@ void report_window(std::uint64_t w, const std::vector<Upload>& uploads, const Ev
 
 // When evaluations stop starting (evaluate's deadline, Unix seconds on the
 // node's clock): eval_window_share of window w's length as the chain ran it
-// (from its first block to the next window's), counted from `started`, when
-// the window's processing began. No bound when the share is 0 or a block
-// cannot be read.
-double evaluation_deadline(std::uint64_t w, double started, WindowContext& cx) {
+// (from its first block to the next window's, which opened the slot),
+// counted from `started`, when the window's processing began. No bound when
+// the share is 0 or the block cannot be read.
+double evaluation_deadline(std::uint64_t w, const protocol::UploadSlot& slot, double started, WindowContext& cx) {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   const double share = cx.o.validator.eval_window_share;
   if (share <= 0) return kNone;
   auto first = cx.chain().block(cx.clock.first_block(w));
-  auto next = cx.chain().block(cx.clock.first_block(w + 1));
-  if (!first.is_ok() || !next.is_ok() || next->timestamp <= first->timestamp) return kNone;
-  return started + share * static_cast<double>(next->timestamp - first->timestamp);
+  if (!first.is_ok() || slot.start_s <= static_cast<double>(first->timestamp)) return kNone;
+  return started + share * (slot.start_s - static_cast<double>(first->timestamp));
 }
 
 }  // namespace
@@ -110,15 +109,15 @@ Status process_window(std::uint64_t w, ValidatorState& st, const Observer& obser
   auto mg = retry_transient("metagraph", *cx.io.clock, cx.stop, [&] { return cx.chain().metagraph(cx.o.netuid); });
   if (!mg.is_ok()) return mg.status();
   forget_previous_owners(*mg, st);
+  CRUCIBLE_ASSIGN_OR_RETURN(const protocol::UploadSlot slot, read_slot(w, cx));  // gather.cpp
   steps.done("metagraph");
-  CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads,
-                            gather(w, *mg, st.cooldown_until, observer, cx));  // gather.cpp
+  CRUCIBLE_ASSIGN_OR_RETURN(std::vector<Upload> uploads, gather(w, slot, *mg, st.cooldown_until, observer, cx));
   steps.done("gather");
   const SameUpdate same{cx.o.validator.copy_overlap, cx.o.validator.copy_cosine};
   mark_copies(uploads, st.history, same);  // copies.cpp
   steps.done("copies");
   CRUCIBLE_ASSIGN_OR_RETURN(Evaluated ev,
-                            evaluate(w, uploads, st, cx, evaluation_deadline(w, started, cx)));  // evaluate.cpp
+                            evaluate(w, uploads, st, cx, evaluation_deadline(w, slot, started, cx)));  // evaluate.cpp
   steps.done("evaluate");
   ev.input.steps_behind = sync(w, ev.input.evaluations, uploads, st.model, cx);  // sync.cpp
   steps.done("sync");

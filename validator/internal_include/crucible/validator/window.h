@@ -138,12 +138,15 @@ std::filesystem::path spool_path(const WindowContext& cx, std::uint64_t w, std::
 // A valid upload's update, read back from its spooled packet.
 Result<std::vector<kernels::CompressedTensor>> spooled_update(std::uint64_t w, std::uint16_t uid, WindowContext& cx);
 
-// gather.cpp: every miner's upload for w, checked (a rejection per uid).
+// gather.cpp: window w's upload slot, from its opening block's header
+// (slot_block(w), the first block of w + 1), read once a window.
+Result<protocol::UploadSlot> read_slot(std::uint64_t w, WindowContext& cx);
+// Every miner's upload for w, checked (a rejection per uid).
 // Peers are checked fetch_parallelism at a time; none is started after
 // gather_deadline_s, each call ends by fetch_deadline_s, and a uid whose
 // store timed out is skipped for kPeerCooldownWindows (`cooldown_until`).
 // Timing comes from `observer` (what this validator saw during the slot).
-Result<std::vector<Upload>> gather(std::uint64_t w, const chain::Metagraph& mg,
+Result<std::vector<Upload>> gather(std::uint64_t w, const protocol::UploadSlot& slot, const chain::Metagraph& mg,
                                    std::map<std::uint16_t, std::uint64_t>& cooldown_until, const Observer& observer,
                                    WindowContext& cx);
 // One uid: HEAD (present, exactly `packet_bytes` long), GET, the version's
