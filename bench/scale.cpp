@@ -32,6 +32,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 
 #include "crucible/chain/evm_chain.h"
@@ -74,7 +75,8 @@ struct Args {
   std::string dir;
   std::string data;  // prepared data folder; default: prepared under --dir
   bool gather_merge_only = false;
-  std::string store = "local";  // local: folder stores; s3: a bucket each on the S3 server (radosgw)
+  std::string store = "local";         // local: folder stores; s3: a bucket each on the S3 server (radosgw)
+  std::vector<std::string> validator;  // more [validator] lines, e.g. gradient_check = "measure"
 };
 
 fs::path source_dir() { return fs::path(CRUCIBLE_SOURCE_DIR); }
@@ -233,11 +235,13 @@ eval_window_share = 0
 weights_every = 2
 threads = 2
 start_window = {}
+{}
 [api]
 port = {}
 )",
                                       a.blocks_per_window, nw.local->url(), nw.chain.netuid, nw.validator_storage,
-                                      data.string(), run.string(), a.eval_per_window, first, api_port);
+                                      data.string(), run.string(), a.eval_per_window, first,
+                                      fmt::join(a.validator, "\n"), api_port);
   const fs::path model_toml = source_dir() / "configs/models" / (a.model + ".toml");
   const std::string key_file = (run / "validator-key.json").string();
   chain::KeystoreParams light;
@@ -448,7 +452,7 @@ GatherMerge gather_merge(const Args& a, int n, const std::vector<model::TensorSp
 }
 
 std::string growth(double base, double v, int n0, int n1) {
-  if (base <= 0 || v <= 0) return "-";
+  if (base <= 0 || v <= 0 || n1 == n0) return "-";  // one N: no growth to name
   const double slope = std::log(v / base) / std::log(static_cast<double>(n1) / n0);
   return slope < 0.3 ? "constant" : slope < 1.4 ? "linear" : "quadratic";
 }
@@ -551,6 +555,9 @@ int main(int argc, char** argv) {
   app.add_option("--windows", a.windows, "Windows measured per N, after a warm-up window")->capture_default_str();
   app.add_option("--blocks-per-window", a.blocks_per_window, "Blocks (1 s) per window")->capture_default_str();
   app.add_option("--eval-per-window", a.eval_per_window, "validator.eval_per_window")->capture_default_str();
+  app.add_option("--validator", a.validator,
+                 "A [validator] line for the validator's config, e.g. 'eval_batches = 16' "
+                 "(repeat the option for more)");
   app.add_option("--shared", a.shared, "Fraction of each block's kept coordinates taken from the window's real update")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.25));

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
 #include <deque>
 #include <filesystem>
 #include <mutex>
@@ -1227,6 +1228,45 @@ TEST_F(ValidatorInProcess, TheEvaluationStepsAtTheOuterRateOfTheWindowsSet) {
   }
   EXPECT_EQ(before.loss_after_rand, base_rate.loss_after_rand);
   EXPECT_EQ(before.loss_after_own, base_rate.loss_after_own);
+}
+
+// validator.gradient_check through the real evaluate: off (the default)
+// takes no gradient and records no alignment; measure records both cosines
+// and changes nothing else about the evaluation; require marks them as
+// counted (gauntlet_test checks what counting does).
+TEST_F(ValidatorInProcess, TheGradientCheckRunsOnlyWhereItIsAskedFor) {
+  auto p = parts();
+  WindowContext cx = context(*p);
+  const std::uint64_t w = 3;
+  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+  Miner& m = add_miner();
+  upload(m, w, honest_packet(m, w, 0.01f, 1), slot_start_of(w) + 1);
+  auto uploads = gather_once(w, cx);
+  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
+  ValidatorState st;
+  auto judged = [&](const std::string& check) {
+    o_.validator.gradient_check = check;
+    auto evaluated = evaluate(w, *uploads, st, cx);
+    EXPECT_TRUE(evaluated.is_ok()) << evaluated.status();
+    if (!evaluated.is_ok() || evaluated->input.evaluations.size() != 1) return Evaluation{};
+    return evaluated->input.evaluations[0];
+  };
+  EXPECT_EQ(validator::ValidatorOptions{}.gradient_check, "off");
+  const Evaluation off = judged("off"), measured = judged("measure"), required = judged("require");
+  ASSERT_TRUE(off.valid && measured.valid && required.valid);
+  EXPECT_TRUE(std::isnan(off.align_own) && std::isnan(off.align_rand));
+  EXPECT_FALSE(off.align_required);
+  for (const Evaluation* e : {&measured, &required}) {
+    EXPECT_TRUE(std::isfinite(e->align_own) && std::isfinite(e->align_rand));
+    EXPECT_GE(e->align_own, -1.0);
+    EXPECT_LE(e->align_own, 1.0);
+    EXPECT_EQ(e->loss_after_own, off.loss_after_own);
+    EXPECT_EQ(e->loss_after_rand, off.loss_after_rand);
+    EXPECT_EQ(e->own_z, off.own_z);
+  }
+  EXPECT_FALSE(measured.align_required);
+  EXPECT_TRUE(required.align_required);
+  EXPECT_EQ(required.align_own, measured.align_own);
 }
 
 // Scoring that a norm cannot game (issue #28): every update is evaluated at

@@ -73,9 +73,10 @@ void bind_options(config::Schema& s, ValidatorOptions& o) {
   s.add_secret("validator.random_seed", &o.random_seed,
                "Seed of the random-data choice; keep it private (empty: derived from the key).");
   s.add_string("validator.gradient_check", &o.gradient_check,
-               "The gradient check of evaluated updates (docs/protocol.md §6): require (binary +1 also needs the "
-               "update better aligned with the gradient on its own samples than on random samples), measure (log "
-               "the alignments only), off. One backward pass per evaluation, and one per window.",
+               "The gradient check of evaluated updates (docs/protocol.md §6): off (the default), measure (log "
+               "and store the alignments only), require (binary +1 also needs the update better aligned with the "
+               "gradient on its own samples than on random samples). One backward pass per evaluation, and one "
+               "per window: about half of an evaluation's time.",
                {"off", "measure", "require"});
   s.add_bool("validator.measure_decoy", &o.measure_decoy,
              "Diagnostics: also measure each evaluated update on another evaluated uid's own samples and log it as "
