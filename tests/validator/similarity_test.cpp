@@ -125,5 +125,34 @@ TEST(Sketch, RoundTripsAndRefusesOtherSizesAndNonFiniteValues) {
   EXPECT_EQ(cosine(Sketch{}, s), 0.0);
 }
 
+// The copy check compares many sketches with many through UnitSketches
+// (one dot product a pair): the same cosine as cosine(), to float
+// precision, and 0 for an empty or zero sketch.
+TEST(UnitSketches, GiveEachPairsCosine) {
+  std::vector<Sketch> s;
+  for (std::uint32_t seed = 1; seed <= 6; ++seed) s.push_back(sketch_of(compressed(gaussian(seed))));
+  Sketch flipped = s[0];
+  for (float& x : flipped.buckets) x *= -1e3f;
+  s.push_back(flipped);
+  Sketch mixed = s[1];
+  for (std::size_t i = 0; i < kSketchBuckets; ++i) mixed.buckets[i] += 0.5f * s[2].buckets[i];
+  s.push_back(mixed);
+  s.push_back(Sketch{});
+  s.push_back(Sketch{std::vector<float>(kSketchBuckets, 0.0f)});
+  UnitSketches rows, others;
+  for (const auto& x : s) rows.add(x);
+  for (auto it = s.rbegin(); it != s.rend(); ++it) others.add(*it);
+  ASSERT_EQ(rows.size(), s.size());
+  for (std::size_t i = 0; i < s.size(); ++i) {
+    for (std::size_t j = 0; j < s.size(); ++j) {
+      EXPECT_NEAR(rows.cosine(i, others, s.size() - 1 - j), cosine(s[i], s[j]), 1e-5) << i << ", " << j;
+    }
+  }
+  EXPECT_NEAR(rows.cosine(0, rows, 6), -1.0, 1e-6);
+  EXPECT_GT(rows.cosine(1, rows, 7), 0.8);
+  EXPECT_EQ(rows.cosine(8, rows, 0), 0.0);
+  EXPECT_EQ(rows.cosine(9, rows, 9), 0.0);
+}
+
 }  // namespace
 }  // namespace crucible::validator

@@ -29,24 +29,52 @@ std::string key_of(std::uint64_t w, std::optional<std::uint16_t> uid) {
   return uid ? fmt::format("{:020}/{:05}", w, *uid) : fmt::format("{:020}/aggregate", w);
 }
 
+// For each of `uploads`, the history entry its sketch is closest to (by
+// |cosine|, the first of equals; none when every cosine is 0) and that
+// |cosine|. The uploads are taken kTile at a time, so that each pass over
+// the history (history_windows windows of every uid's sketch, 16 KB each:
+// 33 MB at 256 uids and 8 windows) serves kTile of them.
+std::vector<std::pair<const Remembered*, double>> closest_in_history(const UnitSketches& uploads,
+                                                                     const std::vector<Remembered>& history) {
+  constexpr std::size_t kTile = 16;
+  UnitSketches past;
+  for (const auto& r : history) past.add(r.sketch);
+  std::vector<std::pair<const Remembered*, double>> out(uploads.size(), {nullptr, 0.0});
+  for (std::size_t first = 0; first < uploads.size(); first += kTile) {
+    const std::size_t end = std::min(uploads.size(), first + kTile);
+    for (std::size_t h = 0; h < past.size(); ++h) {
+      for (std::size_t u = first; u < end; ++u) {
+        const double c = std::abs(uploads.cosine(u, past, h));
+        if (c > out[u].second) out[u] = {&history[h], c};
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& history, const SameUpdate& same) {
-  std::vector<Upload*> valid;
+  std::vector<Upload*> checked;
+  UnitSketches rows;
   for (auto& u : uploads) {
     if (!u.valid()) continue;
-    const Remembered* closest = nullptr;
-    double best = 0;
-    for (const auto& r : history) {
-      const double c = std::abs(cosine(u.sketch, r.sketch));
-      if (c > best) best = c, closest = &r;
-    }
-    if (closest) log::debug("similarity to history", {{"uid", u.uid}, {"cosine", best}, {"to", what(*closest)}});
-    if (closest && best >= same.copy_cosine) {
-      u.reject(protocol::Rejection::kReplay, fmt::format("like {} (|cosine| {:.3f})", what(*closest), best));
+    checked.push_back(&u);
+    rows.add(u.sketch);
+  }
+  const auto closest = closest_in_history(rows, history);
+  std::vector<Upload*> valid;
+  std::vector<std::size_t> row_of;
+  for (std::size_t i = 0; i < checked.size(); ++i) {
+    Upload& u = *checked[i];
+    const auto [to, best] = closest[i];
+    if (to) log::debug("similarity to history", {{"uid", u.uid}, {"cosine", best}, {"to", what(*to)}});
+    if (to && best >= same.copy_cosine) {
+      u.reject(protocol::Rejection::kReplay, fmt::format("like {} (|cosine| {:.3f})", what(*to), best));
       continue;
     }
     valid.push_back(&u);
+    row_of.push_back(i);
   }
   // Every pair of the window is compared, each at a cost independent of
   // the model: the sketches' cosine and the index signatures' overlap.
@@ -55,7 +83,7 @@ void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& hi
     for (std::size_t j = i + 1; j < valid.size(); ++j) {
       const Upload& a = *valid[i];
       const Upload& b = *valid[j];
-      const double c = std::abs(cosine(a.sketch, b.sketch));
+      const double c = std::abs(rows.cosine(row_of[i], rows, row_of[j]));
       if (a.content != b.content && c < same.copy_cosine && index_overlap(a.signature, b.signature) < same.copy_overlap)
         continue;
       copies.emplace(valid[i], std::pair(b.uid, c));

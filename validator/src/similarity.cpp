@@ -79,6 +79,32 @@ double cosine(const Sketch& a, const Sketch& b) {
   return std::clamp(ab / std::sqrt(aa * bb), -1.0, 1.0);
 }
 
+void UnitSketches::add(const Sketch& s) {
+  const std::size_t at = rows_.size();
+  rows_.resize(at + kSketchBuckets, 0.0f);
+  if (s.buckets.size() != kSketchBuckets) return;
+  double sq = 0;
+  for (float x : s.buckets) sq += static_cast<double>(x) * x;
+  if (!(sq > 0) || !std::isfinite(sq)) return;
+  const double inv = 1.0 / std::sqrt(sq);
+  for (std::size_t i = 0; i < kSketchBuckets; ++i) rows_[at + i] = static_cast<float>(s.buckets[i] * inv);
+}
+
+double UnitSketches::cosine(std::size_t i, const UnitSketches& other, std::size_t j) const {
+  const float* a = rows_.data() + i * kSketchBuckets;
+  const float* b = other.rows_.data() + j * kSketchBuckets;
+  // Sixteen independent sums, so that the compiler can use vector lanes
+  // without reordering any one sum (kSketchBuckets is a multiple of 16).
+  constexpr std::size_t kLanes = 16;
+  std::array<float, kLanes> acc{};
+  for (std::size_t k = 0; k < kSketchBuckets; k += kLanes) {
+    for (std::size_t l = 0; l < kLanes; ++l) acc[l] += a[k + l] * b[k + l];
+  }
+  double sum = 0;
+  for (float x : acc) sum += x;
+  return std::clamp(sum, -1.0, 1.0);
+}
+
 Bytes encode_sketch(const Sketch& s) {
   Bytes out(kSketchBuckets * 4, 0);
   if (s.buckets.size() != kSketchBuckets) return out;

@@ -43,6 +43,21 @@ double norm_of(const std::vector<kernels::CompressedTensor>& update);
 // Estimated cosine of the two updates, in [-1, 1]; 0 when either is empty or zero.
 double cosine(const Sketch& a, const Sketch& b);
 
+// Sketches scaled to unit length, one row each, for comparing many with
+// many: each cosine is then one dot product over the row (cosine() above
+// takes both norms again for every pair). A zero, empty or non-finite
+// sketch is a row of zeros: cosine 0, as cosine() says.
+class UnitSketches {
+ public:
+  void add(const Sketch& s);
+  std::size_t size() const { return rows_.size() / kSketchBuckets; }
+  // Estimated cosine of rows i and j, in [-1, 1] (float arithmetic).
+  double cosine(std::size_t i, const UnitSketches& other, std::size_t j) const;
+
+ private:
+  std::vector<float> rows_;
+};
+
 // For RocksDB: kSketchBuckets little-endian float32. decode refuses any other size.
 Bytes encode_sketch(const Sketch& s);
 Result<Sketch> decode_sketch(ByteSpan bytes);
