@@ -28,6 +28,7 @@
 #include <map>
 #include <random>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -56,6 +57,7 @@
 #include "crucible/storage/peer_location.h"
 #include "crucible/validator/gauntlet.h"
 #include "crucible/validator/similarity.h"
+#include "crucible/validator/window.h"
 #include "random_update.h"
 #include "swarm.h"
 
@@ -75,6 +77,8 @@ struct Args {
   std::string dir;
   std::string data;  // prepared data folder; default: prepared under --dir
   bool gather_merge_only = false;
+  bool copies_only = false;
+  int history_windows = 8;             // --copies-only: windows of sketches in the history (validator.history_windows)
   std::string store = "local";         // local: folder stores; s3: a bucket each on the S3 server (radosgw)
   std::vector<std::string> validator;  // more [validator] lines, e.g. gradient_check = "measure"
 };
@@ -490,6 +494,92 @@ void gather_merge_main(const Args& a, const cli::NodeConfig& net) {
   }
 }
 
+// --copies-only: the copy and replay check (validator/src/copies.cpp
+// mark_copies) at steady state, in process: N valid uploads against a full
+// history (history_windows windows of N uploads and an aggregate), random
+// sketches and index signatures, with one planted copy pair and one replay.
+// The baseline, run on the same uploads, is the check as it was until
+// 2026-12-07: cosine() of every pair, which takes both norms in double
+// each time. Both must mark the same uploads.
+std::vector<validator::Upload> copy_check_uploads(int n, std::mt19937_64& rng) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<validator::Upload> out(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    auto& u = out[static_cast<std::size_t>(i)];
+    u.uid = static_cast<std::uint16_t>(i + 1);
+    u.uploaded = true;
+    for (auto& b : u.content) b = static_cast<std::uint8_t>(rng());
+    u.sketch.buckets.resize(validator::kSketchBuckets);
+    for (float& x : u.sketch.buckets) x = normal(rng);
+    for (std::size_t k = 0; k < validator::kIndexSignature; ++k) u.signature.hashes.push_back(rng());
+    std::sort(u.signature.hashes.begin(), u.signature.hashes.end());
+    u.signature.kept = 33'000;
+  }
+  return out;
+}
+
+void reference_mark_copies(std::vector<validator::Upload>& uploads, const std::vector<validator::Remembered>& history,
+                           const validator::SameUpdate& same) {
+  std::vector<validator::Upload*> valid;
+  for (auto& u : uploads) {
+    double best = 0;
+    for (const auto& r : history) best = std::max(best, std::abs(validator::cosine(u.sketch, r.sketch)));
+    if (best >= same.copy_cosine) {
+      u.reject(protocol::Rejection::kReplay, "replay");
+      continue;
+    }
+    valid.push_back(&u);
+  }
+  std::set<validator::Upload*> copies;
+  for (std::size_t i = 0; i < valid.size(); ++i) {
+    for (std::size_t j = i + 1; j < valid.size(); ++j) {
+      const double c = std::abs(validator::cosine(valid[i]->sketch, valid[j]->sketch));
+      if (valid[i]->content != valid[j]->content && c < same.copy_cosine &&
+          validator::index_overlap(valid[i]->signature, valid[j]->signature) < same.copy_overlap)
+        continue;
+      copies.insert(valid[i]);
+      copies.insert(valid[j]);
+    }
+  }
+  for (auto* u : copies) u->reject(protocol::Rejection::kCopy, "copy");
+}
+
+void copies_main(const Args& a) {
+  fmt::print("scale_bench --copies-only: {} windows of history; seconds per window (best of 3)\n\n", a.history_windows);
+  fmt::print("{:>6} {:>10} {:>22} {:>14} {:>8}\n", "N", "history", "pairwise cosine() s", "mark_copies s", "ratio");
+  for (int n : a.miners) {
+    std::mt19937_64 rng(static_cast<std::uint64_t>(n));
+    std::vector<validator::Remembered> history;
+    for (int w = 0; w < a.history_windows; ++w) {
+      for (auto& u : copy_check_uploads(n + 1, rng)) {
+        history.push_back(validator::Remembered{static_cast<std::uint64_t>(w), u.uid, std::move(u.sketch)});
+      }
+    }
+    auto uploads = copy_check_uploads(n, rng);
+    uploads[1].sketch = uploads[0].sketch;  // a copy pair
+    for (float& x : uploads[1].sketch.buckets) x *= -2.0f;
+    uploads[2].sketch = history[3].sketch;  // a replay
+    const validator::SameUpdate same;
+    double base = 1e30, now = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {
+      auto x = uploads, y = uploads;
+      auto t0 = std::chrono::steady_clock::now();
+      reference_mark_copies(x, history, same);
+      auto t1 = std::chrono::steady_clock::now();
+      validator::mark_copies(y, history, same);
+      auto t2 = std::chrono::steady_clock::now();
+      base = std::min(base, std::chrono::duration<double>(t1 - t0).count());
+      now = std::min(now, std::chrono::duration<double>(t2 - t1).count());
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        if (x[i].rejection != y[i].rejection) die("copies", internal_error("uid {} marked differently", x[i].uid));
+      }
+      if (!y[0].rejection || !y[1].rejection || !y[2].rejection)
+        die("copies", internal_error("a planted copy was missed"));
+    }
+    fmt::print("{:>6} {:>10} {:>22.4f} {:>14.4f} {:>7.1f}x\n", n, history.size(), base, now, base / now);
+  }
+}
+
 // The prepared data the validator reads (prepared once in --dir unless --data).
 fs::path prepared_data(const Args& a, const cli::NodeConfig& net) {
   fs::path data = a.data;
@@ -568,6 +658,11 @@ int main(int argc, char** argv) {
   app.add_flag("--gather-merge-only", a.gather_merge_only,
                "Only the packet-size-bound steps (read, open, decode, norms, copies, merge), in process: for 1b");
   app.add_option("--data", a.data, "Prepared data folder with the model's vocabulary (default: prepared in --dir)");
+  app.add_flag("--copies-only", a.copies_only,
+               "Only the copy and replay check, in process, against the check before 2026-12-07 (no chain)");
+  app.add_option("--history-windows", a.history_windows,
+                 "--copies-only: windows of history (validator.history_windows)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (a.dir.empty()) a.dir = fs::temp_directory_path() / fmt::format("crucible-scale-{}", getpid());
   fs::create_directories(a.dir);
@@ -583,6 +678,10 @@ int main(int argc, char** argv) {
   log::configure(quiet, false);
   if (a.gather_merge_only) {
     gather_merge_main(a, net);
+    return 0;
+  }
+  if (a.copies_only) {
+    copies_main(a);
     return 0;
   }
   const fs::path data = prepared_data(a, net);
