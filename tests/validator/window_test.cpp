@@ -229,6 +229,26 @@ class ValidatorInProcess : public ::testing::Test {
     return std::move(*node);
   }
 
+  // One new miner's honest upload for window w, in its slot, gathered.
+  std::vector<Upload> one_upload_gathered(std::uint64_t w, WindowContext& cx) {
+    mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
+    Miner& m = add_miner();
+    upload(m, w, honest_packet(m, w, 0.01f, 1), slot_start_of(w) + 1);
+    auto uploads = gather_once(w, cx);
+    EXPECT_TRUE(uploads.is_ok()) << uploads.status();
+    return uploads.is_ok() ? std::move(*uploads) : std::vector<Upload>{};
+  }
+
+  // The one evaluation evaluate makes of `uploads` (an invalid one when it
+  // fails or makes another number).
+  static Evaluation sole_evaluation(std::uint64_t w, std::vector<Upload>& uploads, const ValidatorState& st,
+                                    WindowContext& cx) {
+    auto evaluated = evaluate(w, uploads, st, cx);
+    EXPECT_TRUE(evaluated.is_ok()) << evaluated.status();
+    if (!evaluated.is_ok() || evaluated->input.evaluations.size() != 1) return Evaluation{};
+    return evaluated->input.evaluations[0];
+  }
+
   // Window w's gather on the current metagraph, as this test's observer saw
   // the slot, with no uid cooling down.
   Result<std::vector<Upload>> gather_once(std::uint64_t w, WindowContext& cx) {
@@ -1199,18 +1219,12 @@ TEST_F(ValidatorInProcess, TheEvaluationStepsAtTheOuterRateOfTheWindowsSet) {
   auto p = parts();
   WindowContext cx = context(*p);  // reads o_.protocol as the test sets it
   const std::uint64_t w = 3;
-  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
-  Miner& m = add_miner();
-  upload(m, w, honest_packet(m, w, 0.01f, 1), slot_start_of(w) + 1);
-  auto uploads = gather_once(w, cx);
-  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
+  auto uploads = one_upload_gathered(w, cx);
+  ASSERT_EQ(uploads.size(), 1u);
   ValidatorState st;
   auto judged = [&](std::uint64_t global_step) {
     st.model.global_step = global_step;
-    auto evaluated = evaluate(w, *uploads, st, cx);
-    EXPECT_TRUE(evaluated.is_ok()) << evaluated.status();
-    if (!evaluated.is_ok() || evaluated->input.evaluations.size() != 1) return Evaluation{};
-    return evaluated->input.evaluations[0];
+    return sole_evaluation(w, uploads, st, cx);
   };
   o_.protocol.outer_lr = 0.7;
   o_.protocol.outer_lr_late = 0.2;
@@ -1238,18 +1252,12 @@ TEST_F(ValidatorInProcess, TheGradientCheckRunsOnlyWhereItIsAskedFor) {
   auto p = parts();
   WindowContext cx = context(*p);
   const std::uint64_t w = 3;
-  mine_through(protocol::WindowClock(o_.protocol).slot_block(w), 100);
-  Miner& m = add_miner();
-  upload(m, w, honest_packet(m, w, 0.01f, 1), slot_start_of(w) + 1);
-  auto uploads = gather_once(w, cx);
-  ASSERT_TRUE(uploads.is_ok()) << uploads.status();
+  auto uploads = one_upload_gathered(w, cx);
+  ASSERT_EQ(uploads.size(), 1u);
   ValidatorState st;
   auto judged = [&](const std::string& check) {
     o_.validator.gradient_check = check;
-    auto evaluated = evaluate(w, *uploads, st, cx);
-    EXPECT_TRUE(evaluated.is_ok()) << evaluated.status();
-    if (!evaluated.is_ok() || evaluated->input.evaluations.size() != 1) return Evaluation{};
-    return evaluated->input.evaluations[0];
+    return sole_evaluation(w, uploads, st, cx);
   };
   EXPECT_EQ(validator::ValidatorOptions{}.gradient_check, "off");
   const Evaluation off = judged("off"), measured = judged("measure"), required = judged("require");
