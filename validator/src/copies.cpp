@@ -63,31 +63,30 @@ void mark_copies(std::vector<Upload>& uploads, const std::vector<Remembered>& hi
     rows.add(u.sketch);
   }
   const auto closest = closest_in_history(rows, history);
-  std::vector<Upload*> valid;
-  std::vector<std::size_t> row_of;
   for (std::size_t i = 0; i < checked.size(); ++i) {
     Upload& u = *checked[i];
     const auto [to, best] = closest[i];
     if (to) log::debug("similarity to history", {{"uid", u.uid}, {"cosine", best}, {"to", what(*to)}});
     if (to && best >= same.copy_cosine) {
       u.reject(protocol::Rejection::kReplay, fmt::format("like {} (|cosine| {:.3f})", what(*to), best));
-      continue;
     }
-    valid.push_back(&u);
-    row_of.push_back(i);
   }
-  // Every pair of the window is compared, each at a cost independent of
-  // the model: the sketches' cosine and the index signatures' overlap.
+  // Every pair of the window left valid (not a replay) is compared, each at
+  // a cost independent of the model: the sketches' cosine and the index
+  // signatures' overlap. Copies are marked after, so valid() here still
+  // means "not a replay".
   std::map<Upload*, std::pair<std::uint16_t, double>> copies;  // -> a uid with the same update, |cosine|
-  for (std::size_t i = 0; i < valid.size(); ++i) {
-    for (std::size_t j = i + 1; j < valid.size(); ++j) {
-      const Upload& a = *valid[i];
-      const Upload& b = *valid[j];
-      const double c = std::abs(rows.cosine(row_of[i], rows, row_of[j]));
+  for (std::size_t i = 0; i < checked.size(); ++i) {
+    if (!checked[i]->valid()) continue;
+    for (std::size_t j = i + 1; j < checked.size(); ++j) {
+      if (!checked[j]->valid()) continue;
+      const Upload& a = *checked[i];
+      const Upload& b = *checked[j];
+      const double c = std::abs(rows.cosine(i, rows, j));
       if (a.content != b.content && c < same.copy_cosine && index_overlap(a.signature, b.signature) < same.copy_overlap)
         continue;
-      copies.emplace(valid[i], std::pair(b.uid, c));
-      copies.emplace(valid[j], std::pair(a.uid, c));
+      copies.emplace(checked[i], std::pair(b.uid, c));
+      copies.emplace(checked[j], std::pair(a.uid, c));
     }
   }
   for (auto& [u, other] : copies) {
